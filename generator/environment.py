@@ -1,0 +1,55 @@
+"""The one Jinja2 environment of the generator: loader, strictness and helpers."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import jinja2
+
+import cxx
+from layout import planes
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+
+
+def float_literal(x: float) -> str:
+    """Shortest text that reads back as the same float32 (the value rounded to float first)."""
+    f = struct.unpack("<f", struct.pack("<f", x))[0]
+    for digits in range(6, 10):
+        text = f"{f:.{digits}g}"
+        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == f:
+            break
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text + "f"
+
+
+def make_environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["float_literal"] = float_literal
+    env.globals.update(
+        level_expr=cxx.level_expr,
+        packed_byte_stmts=cxx.packed_byte_stmts,
+        planes=planes,
+    )
+    return env
+
+
+def referenced_templates(env: jinja2.Environment, name: str) -> list[str]:
+    """`name` and every template it includes or imports, recursively."""
+    seen, todo = [], [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.append(current)
+        source = env.loader.get_source(env, current)[0]
+        todo.extend(t for t in jinja2.meta.find_referenced_templates(env.parse(source)) if t)
+    return sorted(seen)

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""TurboQuant kernel generator: variants × templates → C++ sources.
+
+    generate.py --head-dims 64,128 --bits 2,4 --codebook-dir CB --out-dir OUT
+        renders every file (or only --group G, repeatable) into OUT, writing a
+        file only when its content changes.
+    generate.py --head-dims 64,128 --bits 2,4 --out-dir OUT --list-outputs FILE.cmake
+        writes, for CMake at configure time, each group's outputs and the
+        templates it depends on; renders nothing.
+
+CB holds tq-codebook's JSON, one `codebook-d<D>-b<B>.json` per (head dim, bits).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import jinja2.meta  # noqa: F401  (makes jinja2.meta available to environment.py)
+
+from environment import make_environment, referenced_templates, TEMPLATES_DIR
+from variants import Config, Output, groups, outputs, ISAS
+
+GENERATOR_DIR = Path(__file__).resolve().parent
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.replace(";", ",").split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'")
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.replace(";", ",").split(",") if x.strip())
+
+
+def load_codebook(codebook_dir: Path, d: int, b: int) -> dict:
+    path = codebook_dir / f"codebook-d{d}-b{b}.json"
+    try:
+        cb = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"generate.py: cannot read codebook {path}: {e}")
+    levels = 1 << b
+    if (cb.get("head_dim"), cb.get("bits")) != (d, b) or len(cb.get("centroids", [])) != levels \
+            or len(cb.get("boundaries", [])) != levels - 1:
+        raise SystemExit(f"generate.py: codebook {path} does not describe head_dim {d}, bits {b}")
+    return cb
+
+
+def render(env, out: Output, codebook_dir: Path | None) -> str:
+    ctx = dict(out.context)
+    if out.group == "codebook":
+        if codebook_dir is None:
+            raise SystemExit("generate.py: --codebook-dir is required to render codebooks")
+        ctx["codebook"] = load_codebook(codebook_dir, ctx["head_dim"], ctx["bits"])
+    banner = dict(template=f"templates/{out.template}", path=out.path,
+                  command=f"python3 generator/generate.py --group {out.group} {out.args}")
+    return env.get_template(out.template).render(banner=banner, **ctx)
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    if path.exists() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return True
+
+
+def cmake_list(items) -> str:
+    return ";".join(str(i).replace("\\", "/") for i in items)
+
+
+def list_outputs(env, outs: list[Output], out_dir: Path, cmake_file: Path) -> None:
+    generator_sources = sorted(str(p) for p in GENERATOR_DIR.glob("*.py"))
+    lines = ["# Written by generator/generate.py --list-outputs; do not edit.",
+             f'set(TQ_GENERATOR_SOURCES "{cmake_list(generator_sources)}")',
+             f'set(TQ_GENERATED_GROUPS "{cmake_list(groups(outs))}")']
+    for g in groups(outs):
+        members = [o for o in outs if o.group == g]
+        templates = sorted({t for o in members for t in referenced_templates(env, o.template)})
+        lines.append(f'set(TQ_GENERATED_{g}_OUTPUTS "{cmake_list(out_dir / o.path for o in members)}")')
+        lines.append(f'set(TQ_GENERATED_{g}_TEMPLATES "{cmake_list(TEMPLATES_DIR / t for t in templates)}")')
+    sources = [out_dir / o.path for o in outs if o.path.endswith(".cpp")]
+    lines.append(f'set(TQ_GENERATED_SOURCES "{cmake_list(sources)}")')
+    write_if_changed(cmake_file, "\n".join(lines) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--head-dims", type=int_list, required=True, help="e.g. 64,128,256")
+    ap.add_argument("--bits", type=int_list, default=(), help="bit widths in 1..8, e.g. 2,3,4")
+    ap.add_argument("--isas", type=name_list, default=ISAS, help=f"subset of {','.join(ISAS)}")
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--codebook-dir", type=Path, help="folder of tq-codebook JSON files")
+    ap.add_argument("--group", action="append", help="render only this group (repeatable)")
+    ap.add_argument("--list-outputs", type=Path, metavar="FILE", help="write the CMake output list and exit")
+    args = ap.parse_args(argv)
+
+    try:
+        cfg = Config(head_dims=args.head_dims, bits=args.bits, isas=args.isas)
+    except ValueError as e:
+        ap.error(str(e))
+    env = make_environment()
+    outs = outputs(cfg)
+    if args.list_outputs:
+        list_outputs(env, outs, args.out_dir.resolve(), args.list_outputs)
+        return 0
+    wanted = set(args.group or groups(outs))
+    unknown = wanted - set(groups(outs))
+    if unknown:
+        ap.error(f"unknown group(s) {', '.join(sorted(unknown))}; groups: {', '.join(groups(outs))}")
+    for out in outs:
+        if out.group in wanted:
+            write_if_changed(args.out_dir / out.path, render(env, out, args.codebook_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+/* Signatures of the generated kernels and the registry's kernel tables (C and C++).
+ *
+ * Conventions for every kernel of head dim d and b bits:
+ *  - `signs` is the rotation's diagonal: d floats, each +-1/sqrt(d), from
+ *    tq_rotation_signs(d, seed, signs).
+ *  - a packed vector is d*b/8 bytes (docs/packed-format.md) plus one float scale.
+ *  - "rotated domain" means after `rotate`; score and accumulate work there.
+ */
+#ifndef TURBOQUANT_KERNEL_TYPES_H
+#define TURBOQUANT_KERNEL_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes returned by the library's C functions. */
+enum tq_status {
+    TQ_OK = 0,
+    TQ_ERROR_INVALID_ARGUMENT = 1, /* NULL pointer, out-of-range index or size */
+    TQ_ERROR_UNSUPPORTED = 2,      /* head_dim or bits not compiled into this build */
+    TQ_ERROR_NONFINITE = 3,        /* NaN or Inf in an input vector */
+    TQ_ERROR_RANGE = 4             /* a vector's norm exceeds FLT_MAX */
+};
+
+/* out = H (signs ⊙ in) (rotate) or signs ⊙ (H in) (unrotate); out may alias in. */
+typedef void (*tq_rotate_fn)(const float* signs, const float* in, float* out);
+/* Rotate, normalize, quantize and pack x: writes code[d*b/8] and *scale = ‖x‖.
+ * Returns TQ_OK, or TQ_ERROR_NONFINITE / TQ_ERROR_RANGE having written nothing. */
+typedef int (*tq_encode_fn)(const float* signs, const float* x, uint8_t* code, float* scale);
+/* out[d] = unrotate(scale * centroid[level_i]). */
+typedef void (*tq_decode_fn)(const float* signs, const uint8_t* code, float scale, float* out);
+/* out[t] = scales[t] * <q_rot, centroid[levels of key t]>, t < n; keys packed back to back. */
+typedef void (*tq_score_fn)(const float* q_rot, const uint8_t* codes, const float* scales, size_t n,
+                            float* out);
+/* acc[d] += sum_t weights[t] * scales[t] * centroid[levels of value t], rotated domain. */
+typedef void (*tq_accumulate_fn)(const float* weights, const uint8_t* codes, const float* scales,
+                                 size_t n, float* acc);
+/* The packed layout alone: d levels (each < 2^b) <-> d*b/8 bytes. */
+typedef void (*tq_pack_fn)(const uint8_t* levels, uint8_t* code);
+typedef void (*tq_unpack_fn)(const uint8_t* code, uint8_t* levels);
+
+/* Everything generated for one (head_dim, bits, ISA). */
+typedef struct tq_bit_kernels {
+    int head_dim;
+    int bits;
+    size_t code_bytes;          /* head_dim * bits / 8 */
+    const float* centroids;     /* 2^bits, ascending */
+    const float* boundaries;    /* 2^bits - 1 */
+    double mse_unit_vector;     /* E‖u - û‖² for a random unit vector u (theory) */
+    tq_encode_fn encode;
+    tq_decode_fn decode;
+    tq_score_fn score;
+    tq_accumulate_fn accumulate;
+    tq_pack_fn pack;
+    tq_unpack_fn unpack;
+} tq_bit_kernels;
+
+/* The kernel table for one (head_dim, key bits, value bits), as tq_find returns it. */
+typedef struct tq_kernels {
+    int head_dim;
+    const char* isa;
+    tq_rotate_fn rotate;
+    tq_rotate_fn unrotate;
+    const tq_bit_kernels* key;
+    const tq_bit_kernels* value;
+} tq_kernels;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TURBOQUANT_KERNEL_TYPES_H */

@@ -1,0 +1,35 @@
+/* The kernel registry and rotation signs: the C entry points.
+ *
+ * Every function returns a tq_status; on failure a one-line message is
+ * available from tq_last_error() on the same thread, and outputs are unchanged.
+ */
+#ifndef TURBOQUANT_REGISTRY_H
+#define TURBOQUANT_REGISTRY_H
+
+#include "turboquant/kernel_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kernels for (head_dim, key_bits, value_bits) on the best ISA this CPU
+ * runs, chosen once.  On TQ_ERROR_UNSUPPORTED the message lists what the build
+ * has.  The table is static: never freed, safe to share between threads. */
+int tq_find(int head_dim, int key_bits, int value_bits, const tq_kernels** out);
+
+/* The rotation diagonal for a seed: signs[i] = +-1/sqrt(head_dim), the sign of
+ * bit 63 of the i-th SplitMix64 output from state `seed` (docs/packed-format.md). */
+int tq_rotation_signs(int head_dim, uint64_t seed, float* signs);
+
+/* Number of (head_dim, bits) variants compiled for the chosen ISA, and each one. */
+size_t tq_variant_count(void);
+const tq_bit_kernels* tq_variant(size_t index);
+
+/* The message of the last failed call on this thread ("" if none). */
+const char* tq_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TURBOQUANT_REGISTRY_H */

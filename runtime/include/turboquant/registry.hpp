@@ -1,0 +1,34 @@
+// The kernel registry for C++: the same tables as registry.h, with exceptions.
+#pragma once
+
+#include "turboquant/registry.h"
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tq {
+
+// Thrown by the C++ API; code() is the tq_status the C API would return.
+class Error : public std::runtime_error {
+public:
+    Error(tq_status code, const std::string& message) : std::runtime_error(message), code_(code) {}
+    tq_status code() const noexcept { return code_; }
+
+private:
+    tq_status code_;
+};
+
+// The kernel table for (head_dim, key_bits, value_bits); throws tq::Error
+// (TQ_ERROR_UNSUPPORTED, listing what this build has) if it was not compiled.
+const tq_kernels& find(int head_dim, int key_bits, int value_bits);
+
+// Every compiled (head_dim, bits) variant for the chosen ISA.
+std::span<const tq_bit_kernels> variants();
+
+// tq_rotation_signs as a vector; throws tq::Error for an unsupported head_dim.
+std::vector<float> rotation_signs(int head_dim, std::uint64_t seed);
+
+}  // namespace tq

@@ -1,0 +1,61 @@
+// Building blocks of the generated scalar (portable C++) kernels.
+//
+// The generator unrolls every kernel over blocks of 8 coordinates, the portable
+// target's "register"; each helper here does one block with a fixed 8-lane loop
+// that compilers vectorize with whatever the baseline ISA offers.
+#pragma once
+
+#include <cstdint>
+
+namespace tq::scalar {
+
+inline void mul8(float* dst, const float* a, const float* b) {
+    for (int k = 0; k < 8; ++k) dst[k] = a[k] * b[k];
+}
+
+inline void scale8(float* dst, const float* src, double s) {
+    for (int k = 0; k < 8; ++k) dst[k] = static_cast<float>(src[k] * s);
+}
+
+inline double sum_squares8(const float* x) {
+    double s = 0;
+    for (int k = 0; k < 8; ++k) s += static_cast<double>(x[k]) * x[k];
+    return s;
+}
+
+// dst = H_8 src, the first three butterfly stages (1, 2, 4 apart); dst may alias src.
+inline void fwht8(float* dst, const float* src) {
+    float a[8];
+    for (int k = 0; k < 8; ++k) a[k] = src[k];
+    for (int len = 1; len < 8; len <<= 1)
+        for (int i = 0; i < 8; i += 2 * len)
+            for (int j = i; j < i + len; ++j) {
+                const float u = a[j], v = a[j + len];
+                a[j] = u + v;
+                a[j + len] = u - v;
+            }
+    for (int k = 0; k < 8; ++k) dst[k] = a[k];
+}
+
+// (a, b) <- (a + b, a - b) on 8 lanes.
+inline void butterfly8(float* a, float* b) {
+    for (int k = 0; k < 8; ++k) {
+        const float u = a[k], v = b[k];
+        a[k] = u + v;
+        b[k] = u - v;
+    }
+}
+
+// level[k] = number of boundaries <= u[k], by a branchless binary search over
+// the 2^Bits - 1 ascending boundaries (Bits steps).
+template <int Bits>
+inline void bucketize8(uint8_t* level, const float* u, const float* boundaries) {
+    for (int k = 0; k < 8; ++k) {
+        unsigned idx = 0;
+        for (unsigned step = 1u << (Bits - 1); step; step >>= 1)
+            idx += (u[k] >= boundaries[idx + step - 1]) ? step : 0;
+        level[k] = static_cast<uint8_t>(idx);
+    }
+}
+
+}  // namespace tq::scalar
