@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Command-line contracts of tq-codebook, tq and the generator: valid calls
+succeed with the documented output, bad ones exit non-zero with one clear line."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+
+failures: list[str] = []
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def expect_error(cmd: list[str], needle: str) -> None:
+    r = run(cmd)
+    first = (r.stderr.strip().splitlines() or [""])[0]
+    if r.returncode == 0 or needle not in r.stderr:
+        failures.append(f"{' '.join(cmd)}: expected failure mentioning '{needle}', got rc={r.returncode} '{first}'")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tq-codebook", required=True)
+    ap.add_argument("--tq", required=True)
+    ap.add_argument("--generator", required=True)
+    a = ap.parse_args()
+
+    r = run([a.tq_codebook, "--head-dim", "128", "--bits", "3"])
+    cb = json.loads(r.stdout)
+    for key in ("head_dim", "bits", "centroids", "boundaries", "mse_per_coordinate", "mse_unit_vector", "iterations"):
+        if key not in cb:
+            failures.append(f"tq-codebook JSON lacks '{key}'")
+    if len(cb["centroids"]) != 8 or len(cb["boundaries"]) != 7 or cb["centroids"] != sorted(cb["centroids"]):
+        failures.append("tq-codebook JSON: wrong centroid/boundary counts or order")
+    if "mse_unit_vector" not in run([a.tq_codebook, "--head-dim", "64", "--bits", "2", "--format", "text"]).stdout:
+        failures.append("tq-codebook --format text lacks mse_unit_vector")
+
+    expect_error([a.tq_codebook, "--head-dim", "7", "--bits", "2"], "head_dim must be in [8, 1024]")
+    expect_error([a.tq_codebook, "--head-dim", "128", "--bits", "9"], "bits must be in [1, 8]")
+    expect_error([a.tq_codebook, "--head-dim", "abc", "--bits", "2"], "needs an integer")
+    expect_error([a.tq_codebook, "--bits", "2"], "--head-dim is required")
+    expect_error([a.tq_codebook, "--head-dim", "64", "--bits", "2", "--format", "xml"], "--format must be json or text")
+    expect_error([a.tq_codebook, "--head-dim", "64", "--bits", "2", "--what", "x"], "unknown argument")
+    expect_error([a.tq, "frobnicate"], "unknown command")
+    expect_error([a.tq, "demo", "--vectors", "-3"], "usage: tq demo")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        gen = [sys.executable, a.generator, "--out-dir", tmp]
+        expect_error(gen + ["--head-dims", "100", "--bits", "2"], "head dim 100 is not supported")
+        expect_error(gen + ["--head-dims", "64", "--bits", "9"], "bits 9 is not supported")
+        expect_error(gen + ["--head-dims", "64", "--bits", "2", "--isas", "neon"], "ISA 'neon' is not supported")
+        expect_error(gen + ["--head-dims", "64", "--bits", "2", "--group", "nope"], "unknown group")
+        expect_error(gen + ["--head-dims", "64", "--bits", "2", "--group", "codebook"], "--codebook-dir is required")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{'ok' if not failures else 'FAILED'}: command-line contracts ({len(failures)} failures)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

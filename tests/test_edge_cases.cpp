@@ -1,0 +1,126 @@
+// Inputs at the edges: zero, constant, one-hot, extreme magnitudes, NaN/Inf.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+namespace {
+
+struct Fixture {
+    const tq_bit_kernels& v;
+    std::vector<float> signs;
+    std::vector<std::uint8_t> code;
+    std::vector<float> out;
+    float scale = 0;
+    explicit Fixture(const tq_bit_kernels& variant)
+        : v(variant), signs(tq::rotation_signs(variant.head_dim, tq::test::kSeed)),
+          code(variant.code_bytes), out(variant.head_dim) {}
+    int encode(const std::vector<float>& x) { return v.encode(signs.data(), x.data(), code.data(), &scale); }
+    void decode() { v.decode(signs.data(), code.data(), scale, out.data()); }
+    double relative_error(const std::vector<float>& x) {
+        return tq::test::squared_distance(x, out) / tq::test::dot(x, x);
+    }
+};
+
+bool all_finite(const std::vector<float>& x) {
+    for (float e : x)
+        if (!std::isfinite(e)) return false;
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("edge: the zero vector encodes to scale 0 and decodes to zeros") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        CAPTURE(v.head_dim);
+        CAPTURE(v.bits);
+        Fixture f(v);
+        REQUIRE(f.encode(std::vector<float>(v.head_dim, 0.0f)) == TQ_OK);
+        CHECK(f.scale == 0.0f);
+        f.decode();
+        for (float e : f.out) CHECK(e == 0.0f);
+    }
+}
+
+TEST_CASE("edge: a one-hot vector's error is exactly the quantization of +-1/sqrt(d)") {
+    // R e_j = +-(column j of H)/sqrt(d): every coordinate is +-1/sqrt(d), so the
+    // error is d * (1/sqrt(d) - c*)^2 with c* the centroid nearest 1/sqrt(d).
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        const float t = static_cast<float>(1 / std::sqrt(double(d)));
+        const double c = v.centroids[tq::test::reference_level(v, t)];
+        const double expected = d * (t - c) * (t - c);
+        Fixture f(v);
+        for (int j : {0, d / 2 + 1, d - 1}) {
+            std::vector<float> x(d, 0.0f);
+            x[j] = -3.5f;
+            REQUIRE(f.encode(x) == TQ_OK);
+            f.decode();
+            CHECK(f.relative_error(x) == doctest::Approx(expected).epsilon(1e-3).scale(1e-9));
+        }
+    }
+}
+
+TEST_CASE("edge: constant vectors and extreme magnitudes are scale-invariant") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        Fixture f(v);
+        // constant: rotated by random signs it is an ordinary vector; its error
+        // stays within a few times the average distortion
+        REQUIRE(f.encode(std::vector<float>(d, 2.5f)) == TQ_OK);
+        f.decode();
+        CHECK(f.relative_error(std::vector<float>(d, 2.5f)) < 4 * v.mse_unit_vector);
+
+        const auto base = tq::test::gaussian(d, 11);
+        REQUIRE(f.encode(base) == TQ_OK);
+        const auto base_code = f.code;
+        const float base_scale = f.scale;
+        for (float magnitude : {1e-30f, 1e30f, 1e-36f, 1e36f}) {
+            CAPTURE(magnitude);
+            std::vector<float> x(d);
+            for (int i = 0; i < d; ++i) x[i] = base[i] * magnitude;
+            REQUIRE(f.encode(x) == TQ_OK);
+            CHECK(f.scale / magnitude == doctest::Approx(base_scale).epsilon(1e-5));
+            f.decode();
+            CHECK(all_finite(f.out));
+            CHECK(f.relative_error(x) < 4 * v.mse_unit_vector);
+            // codes may differ only where rounding moved a coordinate across a boundary
+            int differing = 0;
+            for (std::size_t i = 0; i < f.code.size(); ++i) differing += f.code[i] != base_code[i];
+            CHECK(differing <= 1);
+        }
+    }
+}
+
+TEST_CASE("edge: NaN, Inf and norms beyond float are refused and nothing is written") {
+    const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity()};
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        Fixture f(v);
+        for (float bad : bad_values) {
+            for (int pos : {0, d - 1}) {
+                auto x = tq::test::gaussian(d, 12);
+                x[pos] = bad;
+                std::fill(f.code.begin(), f.code.end(), 0xAB);
+                f.scale = -7;
+                CHECK(f.encode(x) == TQ_ERROR_NONFINITE);
+                for (auto b : f.code) REQUIRE(b == 0xAB);
+                CHECK(f.scale == -7);
+            }
+        }
+        std::fill(f.code.begin(), f.code.end(), 0xAB);
+        CHECK(f.encode(std::vector<float>(d, FLT_MAX)) == TQ_ERROR_RANGE);  // |x| = sqrt(d) FLT_MAX
+        for (auto b : f.code) REQUIRE(b == 0xAB);
+        CHECK(f.scale == -7);
+    }
+}

@@ -1,0 +1,85 @@
+// Fused kernels equal their unfused definitions: score == decode-then-dot,
+// accumulate == decode-then-sum, for key counts at and around tile edges.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+namespace {
+
+struct Encoded {
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales;
+    std::vector<float> decoded;  // n x d, original domain
+};
+
+Encoded encode_all(const tq_bit_kernels& v, const std::vector<float>& signs, std::size_t n, std::uint64_t seed) {
+    const int d = v.head_dim;
+    const auto x = tq::test::gaussian(n * d, seed);
+    Encoded e{std::vector<std::uint8_t>(n * v.code_bytes), std::vector<float>(n), std::vector<float>(n * d)};
+    for (std::size_t t = 0; t < n; ++t) {
+        REQUIRE(v.encode(signs.data(), &x[t * d], &e.codes[t * v.code_bytes], &e.scales[t]) == TQ_OK);
+        v.decode(signs.data(), &e.codes[t * v.code_bytes], e.scales[t], &e.decoded[t * d]);
+    }
+    return e;
+}
+
+constexpr std::size_t kCounts[] = {0, 1, 2, 3, 5, 8, 17, 64};
+
+}  // namespace
+
+TEST_CASE("fused: score equals decode-then-dot within 1e-5 relative") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        const auto& k = tq::find(d, v.bits, v.bits);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        for (std::size_t n : kCounts) {
+            CAPTURE(n);
+            const Encoded e = encode_all(v, signs, n, 7 + n);
+            const auto q = tq::test::gaussian(d, 99);
+            std::vector<float> q_rot(d), scores(n + 1, -12345.0f);
+            k.rotate(signs.data(), q.data(), q_rot.data());
+            v.score(q_rot.data(), e.codes.data(), e.scales.data(), n, scores.data());
+            for (std::size_t t = 0; t < n; ++t) {
+                const std::span<const float> kt(&e.decoded[t * d], d);
+                // relative to |q| |k_hat|, the scale of a dot product's rounding error
+                const double scale = std::sqrt(tq::test::dot(q, q) * tq::test::dot(kt, kt));
+                CHECK(std::abs(scores[t] - tq::test::dot(q, kt)) <= 1e-5 * scale);
+            }
+            CHECK(scores[n] == -12345.0f);  // nothing written past n
+        }
+    }
+}
+
+TEST_CASE("fused: accumulate equals decode-then-weighted-sum within 1e-5 relative") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        const auto& k = tq::find(d, v.bits, v.bits);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        for (std::size_t n : kCounts) {
+            CAPTURE(n);
+            const Encoded e = encode_all(v, signs, n, 17 + n);
+            const auto w = tq::test::gaussian(n, 5);
+            const auto start = tq::test::gaussian(d, 6);  // accumulate adds to what is there
+            std::vector<float> acc(d), out(d);
+            k.rotate(signs.data(), start.data(), acc.data());
+            v.accumulate(w.data(), e.codes.data(), e.scales.data(), n, acc.data());
+            k.unrotate(signs.data(), acc.data(), out.data());
+            std::vector<double> want(start.begin(), start.end());
+            double bound = std::sqrt(tq::test::dot(start, start));
+            for (std::size_t t = 0; t < n; ++t) {
+                const std::span<const float> vt(&e.decoded[t * d], d);
+                for (int i = 0; i < d; ++i) want[i] += double(w[t]) * vt[i];
+                bound += std::abs(w[t]) * std::sqrt(tq::test::dot(vt, vt));
+            }
+            double err = 0;
+            for (int i = 0; i < d; ++i) err += (out[i] - want[i]) * (out[i] - want[i]);
+            CHECK(std::sqrt(err) <= 1e-5 * bound);
+        }
+    }
+}

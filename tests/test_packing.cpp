@@ -1,0 +1,68 @@
+// The packed layout: every level at every position, against an independent
+// packer, through pack/unpack, encode, and the fused kernels' unpacking.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+TEST_CASE("packing: every level at every position round-trips, in the documented layout") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim, L = 1 << v.bits;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        REQUIRE(v.code_bytes == std::size_t(d) * v.bits / 8);
+        std::vector<std::uint8_t> levels(d), unpacked(d), code(v.code_bytes);
+        std::vector<float> acc(d);
+        const float one = 1.0f;
+        for (int shift = 0; shift < L; ++shift) {  // position i holds (i + shift) mod L
+            for (int i = 0; i < d; ++i) levels[i] = static_cast<std::uint8_t>((i + shift) % L);
+            v.pack(levels.data(), code.data());
+            CHECK(code == tq::test::reference_pack(d, v.bits, levels));
+            v.unpack(code.data(), unpacked.data());
+            CHECK(unpacked == levels);
+            // score and accumulate read the same layout: with weight 1 and scale 1,
+            // accumulate into zero gives the centroids themselves.
+            std::fill(acc.begin(), acc.end(), 0.0f);
+            v.accumulate(&one, code.data(), &one, 1, acc.data());
+            for (int i = 0; i < d; ++i) REQUIRE(acc[i] == v.centroids[levels[i]]);
+        }
+    }
+}
+
+TEST_CASE("packing: encode writes pack(level of each normalized rotated coordinate)") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        const auto& k = tq::find(d, v.bits, v.bits);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        std::vector<std::uint8_t> code(v.code_bytes), levels(d);
+        std::vector<float> u(d);
+        for (int t = 0; t < 50; ++t) {
+            const auto x = tq::test::gaussian(d, 1000 + t);
+            float scale = 0;
+            REQUIRE(v.encode(signs.data(), x.data(), code.data(), &scale) == TQ_OK);
+            // the same float arithmetic as the kernel: x / |x| in double, then rotate
+            const double inv = 1 / std::sqrt(tq::test::dot(x, x));
+            for (int i = 0; i < d; ++i) u[i] = static_cast<float>(x[i] * inv);
+            k.rotate(signs.data(), u.data(), u.data());
+            for (int i = 0; i < d; ++i) levels[i] = tq::test::reference_level(v, u[i]);
+            CHECK(code == tq::test::reference_pack(d, v.bits, levels));
+        }
+    }
+}
+
+TEST_CASE("packing: bits above the width in a bad level do not spill into neighbours") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        if (v.bits == 8) continue;
+        CAPTURE(v.head_dim);
+        CAPTURE(v.bits);
+        std::vector<std::uint8_t> levels(v.head_dim, 0), code(v.code_bytes), unpacked(v.head_dim);
+        levels[0] = 0xFF;  // only the low `bits` bits may land in the code
+        v.pack(levels.data(), code.data());
+        v.unpack(code.data(), unpacked.data());
+        CHECK(unpacked[0] == (1 << v.bits) - 1);
+        for (int i = 1; i < v.head_dim; ++i) REQUIRE(unpacked[i] == 0);
+    }
+}

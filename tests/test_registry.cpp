@@ -1,0 +1,66 @@
+// The registry: every compiled combination is found; everything else is a
+// clear error that names what the build has.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <set>
+#include <string>
+
+TEST_CASE("registry: every compiled (head_dim, key bits, value bits) resolves") {
+    std::set<int> dims, bits;
+    for (const auto& v : tq::variants()) {
+        dims.insert(v.head_dim);
+        bits.insert(v.bits);
+    }
+    CHECK(tq::variants().size() == dims.size() * bits.size());
+    for (int d : dims)
+        for (int kb : bits)
+            for (int vb : bits) {
+                const tq_kernels* c = nullptr;
+                REQUIRE(tq_find(d, kb, vb, &c) == TQ_OK);
+                CHECK(c == &tq::find(d, kb, vb));  // chosen once: the same table every time
+                CHECK(c->head_dim == d);
+                CHECK(c->key->bits == kb);
+                CHECK(c->value->bits == vb);
+                CHECK(c->key->head_dim == d);
+                CHECK(c->value->head_dim == d);
+                CHECK(std::string(c->isa) == "scalar");
+            }
+}
+
+TEST_CASE("registry: unsupported combinations are a clear error listing the build") {
+    const auto& first = tq::variants().front();
+    const tq_kernels* out = nullptr;
+    const int fd = first.head_dim, fb = first.bits;
+    const std::vector<std::array<int, 3>> unsupported = {{100, fb, fb}, {fd, 9, fb}, {fd, fb, 0}, {-1, -1, -1}};
+    for (const auto& [d, kb, vb] : unsupported) {
+        CAPTURE(d);
+        CHECK(tq_find(d, kb, vb, &out) == TQ_ERROR_UNSUPPORTED);
+        CHECK(out == nullptr);
+        const std::string message = tq_last_error();
+        CHECK(message.find("head_dim " + std::to_string(d)) != std::string::npos);
+        CHECK(message.find("this build has head_dim {") != std::string::npos);
+        CHECK(message.find(std::to_string(first.head_dim)) != std::string::npos);
+        CHECK_THROWS_AS(tq::find(d, kb, vb), tq::Error);
+    }
+    try {
+        tq::find(100, first.bits, first.bits);
+    } catch (const tq::Error& e) {
+        CHECK(e.code() == TQ_ERROR_UNSUPPORTED);
+        CHECK(std::string(e.what()).find("key and value bits each in {") != std::string::npos);
+    }
+    CHECK(tq_find(first.head_dim, first.bits, first.bits, nullptr) == TQ_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(tq_last_error()).find("NULL") != std::string::npos);
+}
+
+TEST_CASE("registry: variant listing and signs validate their arguments") {
+    CHECK(tq_variant(tq_variant_count()) == nullptr);
+    CHECK(tq_variant(0) == &tq::variants()[0]);
+    float signs[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK(tq_rotation_signs(100, 1, signs) == TQ_ERROR_UNSUPPORTED);
+    CHECK(signs[0] == 1);
+    CHECK(tq_rotation_signs(tq::variants()[0].head_dim, 1, nullptr) == TQ_ERROR_INVALID_ARGUMENT);
+    CHECK_THROWS_AS(tq::rotation_signs(100, 1), tq::Error);
+}

@@ -1,0 +1,31 @@
+// encode -> decode against the codebook's theoretical distortion.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+TEST_CASE("round trip: mean relative MSE within 5% of the codebook's mse_unit_vector") {
+    // A Gaussian x, normalized, is uniform on the sphere, so E|x - x_hat|^2/|x|^2
+    // is exactly the codebook's unit-vector MSE.  With 2000 vectors the sampling
+    // error of the mean is < 1% (per-vector spread ~ sqrt(2/d) of the mean).
+    constexpr int kVectors = 2000;
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        const auto x = tq::test::gaussian(std::size_t(kVectors) * d, 100 + v.bits);
+        std::vector<std::uint8_t> code(v.code_bytes);
+        std::vector<float> out(d);
+        double sum = 0;
+        for (int t = 0; t < kVectors; ++t) {
+            const std::span<const float> xt(&x[std::size_t(t) * d], d);
+            float scale = 0;
+            REQUIRE(v.encode(signs.data(), xt.data(), code.data(), &scale) == TQ_OK);
+            CHECK(scale == doctest::Approx(std::sqrt(tq::test::dot(xt, xt))).epsilon(1e-6));
+            v.decode(signs.data(), code.data(), scale, out.data());
+            sum += tq::test::squared_distance(xt, out) / tq::test::dot(xt, xt);
+        }
+        const double measured = sum / kVectors;
+        CHECK(measured / v.mse_unit_vector == doctest::Approx(1.0).epsilon(0.05));
+    }
+}
