@@ -53,7 +53,7 @@ inline void bucketize8(uint8_t* level, const float* u, const float* boundaries) 
     for (int k = 0; k < 8; ++k) {
         unsigned idx = 0;
         for (unsigned step = 1u << (Bits - 1); step; step >>= 1)
-            idx += (u[k] >= boundaries[idx + step - 1]) ? step : 0;
+            idx += static_cast<unsigned>(u[k] >= boundaries[idx + step - 1]) * step;
         level[k] = static_cast<uint8_t>(idx);
     }
 }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing TurboQuant needs on Debian 12, skipping
+# what is already there: cmake, ninja, g++, Boost.Math, doctest, Python 3 with Jinja2.
+set -euo pipefail
+
+packages=(cmake ninja-build g++ libboost-math-dev doctest-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo "setup-debian.sh: run as root: $*" >&2; exit 1
+  fi
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup-debian.sh: installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Jinja2 for the python3 that CMake will find first on PATH.
+if ! python3 -c "import jinja2" 2>/dev/null; then
+  if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-jinja2 >/dev/null
+  else
+    python3 -m pip install --quiet jinja2
+  fi
+fi
+echo "setup-debian.sh: cmake, ninja, g++, Boost.Math, doctest and Jinja2 are installed"
