@@ -99,7 +99,7 @@ int demo(int argc, char** argv) {
         const double score_ns = seconds_since(t0) * 1e9 / (double(n) * kRepeats);
 
         const double bytes = double(v.code_bytes) + sizeof(float);
-        std::printf("%8d %5d %12.0f %9.2fx %14.6f %14.6f %8.3f %12.1f %12.2f\n", d, v.bits, bytes,
+        std::printf("%8d %5d %12.0f %9.2fx %14.5g %14.5g %8.3f %12.1f %12.2f\n", d, v.bits, bytes,
                     4.0 * d / bytes, rel_mse, v.mse_unit_vector, rel_mse / v.mse_unit_vector, encode_ns, score_ns);
     }
     std::printf("\nMSE measured: mean of |x - decode(encode(x))|^2 / |x|^2; theory: the codebook's E|u - u_hat|^2 "
