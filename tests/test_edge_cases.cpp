@@ -15,10 +15,11 @@ struct Fixture {
     std::vector<std::uint8_t> code;
     std::vector<float> out;
     float scale = 0;
+    int kind = TQ_SCALE_NORM;
     explicit Fixture(const tq_bit_kernels& variant)
         : v(variant), signs(tq::rotation_signs(variant.head_dim, tq::test::kSeed)),
           code(variant.code_bytes), out(variant.head_dim) {}
-    int encode(const std::vector<float>& x) { return v.encode(signs.data(), x.data(), code.data(), &scale); }
+    int encode(const std::vector<float>& x) { return v.encode(signs.data(), x.data(), kind, code.data(), &scale); }
     void decode() { v.decode(signs.data(), code.data(), scale, out.data()); }
     double relative_error(const std::vector<float>& x) {
         return tq::test::squared_distance(x, out) / tq::test::dot(x, x);
@@ -107,7 +108,9 @@ TEST_CASE("edge: NaN, Inf and norms beyond float are refused and nothing is writ
         CAPTURE(d);
         CAPTURE(v.bits);
         Fixture f(v);
+        for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES})
         for (float bad : bad_values) {
+            f.kind = kind;
             for (int pos : {0, d - 1}) {
                 auto x = tq::test::gaussian(d, 12);
                 x[pos] = bad;

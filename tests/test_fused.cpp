@@ -19,7 +19,7 @@ Encoded encode_all(const tq_bit_kernels& v, const std::vector<float>& signs, std
     const auto x = tq::test::gaussian(n * d, seed);
     Encoded e{std::vector<std::uint8_t>(n * v.code_bytes), std::vector<float>(n), std::vector<float>(n * d)};
     for (std::size_t t = 0; t < n; ++t) {
-        REQUIRE(v.encode(signs.data(), &x[t * d], &e.codes[t * v.code_bytes], &e.scales[t]) == TQ_OK);
+        REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &e.codes[t * v.code_bytes], &e.scales[t]) == TQ_OK);
         v.decode(signs.data(), &e.codes[t * v.code_bytes], e.scales[t], &e.decoded[t * d]);
     }
     return e;

@@ -42,7 +42,7 @@ TEST_CASE("packing: encode writes pack(level of each normalized rotated coordina
         for (int t = 0; t < 50; ++t) {
             const auto x = tq::test::gaussian(d, 1000 + t);
             float scale = 0;
-            REQUIRE(v.encode(signs.data(), x.data(), code.data(), &scale) == TQ_OK);
+            REQUIRE(v.encode(signs.data(), x.data(), TQ_SCALE_NORM, code.data(), &scale) == TQ_OK);
             // the same float arithmetic as the kernel: x / |x| in double, then rotate
             const double inv = 1 / std::sqrt(tq::test::dot(x, x));
             for (int i = 0; i < d; ++i) u[i] = static_cast<float>(x[i] * inv);

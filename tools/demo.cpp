@@ -72,7 +72,7 @@ int demo(int argc, char** argv) {
 
         auto encode_all = [&] {
             for (std::size_t t = 0; t < n; ++t)
-                if (v.encode(signs.data(), &x[t * d], &codes[t * v.code_bytes], &scale[t]) != TQ_OK) return false;
+                if (v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &codes[t * v.code_bytes], &scale[t]) != TQ_OK) return false;
             return true;
         };
         if (!encode_all()) return 1;  // also warms the caches for the timed pass

@@ -14,11 +14,12 @@ namespace tq::scalar {
 
 void tq_rotate_d128__scalar(const float* signs, const float* in, float* out);
 
-// Rotates x, normalizes it to the unit sphere, writes each coordinate's
-// Lloyd-Max level packed into 32 bytes, and the norm to *scale.
-// Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or Inf, and
-// TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
-int tq_encode_d128_b2__scalar(const float* signs, const float* x, uint8_t* code, float* scale) {
+// Rotates x, normalizes it to the unit sphere u, writes each coordinate's
+// Lloyd-Max level packed into 32 bytes, and the scale to *scale:
+// the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
+// centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
+// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+int tq_encode_d128_b2__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d128_b2;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     double ss = 0;
@@ -77,6 +78,27 @@ int tq_encode_d128_b2__scalar(const float* signs, const float* x, uint8_t* code,
     bucketize8<2>(lv + 104, u + 104, cb::kBoundaries);
     bucketize8<2>(lv + 112, u + 112, cb::kBoundaries);
     bucketize8<2>(lv + 120, u + 120, cb::kBoundaries);
+    double s = norm;
+    if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
+        double uc = 0, cc = 0;
+        dot_and_norm8(u + 0, lv + 0, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 8, lv + 8, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 16, lv + 16, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 24, lv + 24, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 32, lv + 32, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 40, lv + 40, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 48, lv + 48, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 56, lv + 56, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 64, lv + 64, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 72, lv + 72, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 80, lv + 80, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 88, lv + 88, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 96, lv + 96, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 104, lv + 104, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 112, lv + 112, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 120, lv + 120, cb::kCentroids, uc, cc);
+        s = norm * uc / cc;  // cc > 0: no centroid is 0
+    }
     code[0] = static_cast<uint8_t>((lv[0] & 3) | ((lv[32] & 3) << 2) | ((lv[64] & 3) << 4) | ((lv[96] & 3) << 6));
     code[1] = static_cast<uint8_t>((lv[1] & 3) | ((lv[33] & 3) << 2) | ((lv[65] & 3) << 4) | ((lv[97] & 3) << 6));
     code[2] = static_cast<uint8_t>((lv[2] & 3) | ((lv[34] & 3) << 2) | ((lv[66] & 3) << 4) | ((lv[98] & 3) << 6));
@@ -109,7 +131,7 @@ int tq_encode_d128_b2__scalar(const float* signs, const float* x, uint8_t* code,
     code[29] = static_cast<uint8_t>((lv[29] & 3) | ((lv[61] & 3) << 2) | ((lv[93] & 3) << 4) | ((lv[125] & 3) << 6));
     code[30] = static_cast<uint8_t>((lv[30] & 3) | ((lv[62] & 3) << 2) | ((lv[94] & 3) << 4) | ((lv[126] & 3) << 6));
     code[31] = static_cast<uint8_t>((lv[31] & 3) | ((lv[63] & 3) << 2) | ((lv[95] & 3) << 4) | ((lv[127] & 3) << 6));
-    *scale = static_cast<float>(norm);
+    *scale = static_cast<float>(s);
     return TQ_OK;
 }
 

@@ -14,11 +14,12 @@ namespace tq::scalar {
 
 void tq_rotate_d128__scalar(const float* signs, const float* in, float* out);
 
-// Rotates x, normalizes it to the unit sphere, writes each coordinate's
-// Lloyd-Max level packed into 48 bytes, and the norm to *scale.
-// Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or Inf, and
-// TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
-int tq_encode_d128_b3__scalar(const float* signs, const float* x, uint8_t* code, float* scale) {
+// Rotates x, normalizes it to the unit sphere u, writes each coordinate's
+// Lloyd-Max level packed into 48 bytes, and the scale to *scale:
+// the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
+// centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
+// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+int tq_encode_d128_b3__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d128_b3;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     double ss = 0;
@@ -77,6 +78,27 @@ int tq_encode_d128_b3__scalar(const float* signs, const float* x, uint8_t* code,
     bucketize8<3>(lv + 104, u + 104, cb::kBoundaries);
     bucketize8<3>(lv + 112, u + 112, cb::kBoundaries);
     bucketize8<3>(lv + 120, u + 120, cb::kBoundaries);
+    double s = norm;
+    if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
+        double uc = 0, cc = 0;
+        dot_and_norm8(u + 0, lv + 0, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 8, lv + 8, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 16, lv + 16, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 24, lv + 24, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 32, lv + 32, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 40, lv + 40, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 48, lv + 48, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 56, lv + 56, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 64, lv + 64, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 72, lv + 72, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 80, lv + 80, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 88, lv + 88, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 96, lv + 96, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 104, lv + 104, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 112, lv + 112, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 120, lv + 120, cb::kCentroids, uc, cc);
+        s = norm * uc / cc;  // cc > 0: no centroid is 0
+    }
     code[0] = static_cast<uint8_t>((lv[0] & 3) | ((lv[32] & 3) << 2) | ((lv[64] & 3) << 4) | ((lv[96] & 3) << 6));
     code[1] = static_cast<uint8_t>((lv[1] & 3) | ((lv[33] & 3) << 2) | ((lv[65] & 3) << 4) | ((lv[97] & 3) << 6));
     code[2] = static_cast<uint8_t>((lv[2] & 3) | ((lv[34] & 3) << 2) | ((lv[66] & 3) << 4) | ((lv[98] & 3) << 6));
@@ -125,7 +147,7 @@ int tq_encode_d128_b3__scalar(const float* signs, const float* x, uint8_t* code,
     code[45] = static_cast<uint8_t>(((lv[13] >> 2) & 1) | (((lv[29] >> 2) & 1) << 1) | (((lv[45] >> 2) & 1) << 2) | (((lv[61] >> 2) & 1) << 3) | (((lv[77] >> 2) & 1) << 4) | (((lv[93] >> 2) & 1) << 5) | (((lv[109] >> 2) & 1) << 6) | (((lv[125] >> 2) & 1) << 7));
     code[46] = static_cast<uint8_t>(((lv[14] >> 2) & 1) | (((lv[30] >> 2) & 1) << 1) | (((lv[46] >> 2) & 1) << 2) | (((lv[62] >> 2) & 1) << 3) | (((lv[78] >> 2) & 1) << 4) | (((lv[94] >> 2) & 1) << 5) | (((lv[110] >> 2) & 1) << 6) | (((lv[126] >> 2) & 1) << 7));
     code[47] = static_cast<uint8_t>(((lv[15] >> 2) & 1) | (((lv[31] >> 2) & 1) << 1) | (((lv[47] >> 2) & 1) << 2) | (((lv[63] >> 2) & 1) << 3) | (((lv[79] >> 2) & 1) << 4) | (((lv[95] >> 2) & 1) << 5) | (((lv[111] >> 2) & 1) << 6) | (((lv[127] >> 2) & 1) << 7));
-    *scale = static_cast<float>(norm);
+    *scale = static_cast<float>(s);
     return TQ_OK;
 }
 

@@ -14,11 +14,12 @@ namespace tq::scalar {
 
 void tq_rotate_d256__scalar(const float* signs, const float* in, float* out);
 
-// Rotates x, normalizes it to the unit sphere, writes each coordinate's
-// Lloyd-Max level packed into 128 bytes, and the norm to *scale.
-// Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or Inf, and
-// TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
-int tq_encode_d256_b4__scalar(const float* signs, const float* x, uint8_t* code, float* scale) {
+// Rotates x, normalizes it to the unit sphere u, writes each coordinate's
+// Lloyd-Max level packed into 128 bytes, and the scale to *scale:
+// the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
+// centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
+// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+int tq_encode_d256_b4__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d256_b4;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     double ss = 0;
@@ -125,6 +126,43 @@ int tq_encode_d256_b4__scalar(const float* signs, const float* x, uint8_t* code,
     bucketize8<4>(lv + 232, u + 232, cb::kBoundaries);
     bucketize8<4>(lv + 240, u + 240, cb::kBoundaries);
     bucketize8<4>(lv + 248, u + 248, cb::kBoundaries);
+    double s = norm;
+    if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
+        double uc = 0, cc = 0;
+        dot_and_norm8(u + 0, lv + 0, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 8, lv + 8, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 16, lv + 16, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 24, lv + 24, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 32, lv + 32, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 40, lv + 40, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 48, lv + 48, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 56, lv + 56, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 64, lv + 64, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 72, lv + 72, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 80, lv + 80, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 88, lv + 88, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 96, lv + 96, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 104, lv + 104, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 112, lv + 112, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 120, lv + 120, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 128, lv + 128, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 136, lv + 136, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 144, lv + 144, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 152, lv + 152, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 160, lv + 160, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 168, lv + 168, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 176, lv + 176, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 184, lv + 184, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 192, lv + 192, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 200, lv + 200, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 208, lv + 208, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 216, lv + 216, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 224, lv + 224, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 232, lv + 232, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 240, lv + 240, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 248, lv + 248, cb::kCentroids, uc, cc);
+        s = norm * uc / cc;  // cc > 0: no centroid is 0
+    }
     code[0] = static_cast<uint8_t>((lv[0] & 15) | ((lv[128] & 15) << 4));
     code[1] = static_cast<uint8_t>((lv[1] & 15) | ((lv[129] & 15) << 4));
     code[2] = static_cast<uint8_t>((lv[2] & 15) | ((lv[130] & 15) << 4));
@@ -253,7 +291,7 @@ int tq_encode_d256_b4__scalar(const float* signs, const float* x, uint8_t* code,
     code[125] = static_cast<uint8_t>((lv[125] & 15) | ((lv[253] & 15) << 4));
     code[126] = static_cast<uint8_t>((lv[126] & 15) | ((lv[254] & 15) << 4));
     code[127] = static_cast<uint8_t>((lv[127] & 15) | ((lv[255] & 15) << 4));
-    *scale = static_cast<float>(norm);
+    *scale = static_cast<float>(s);
     return TQ_OK;
 }
 

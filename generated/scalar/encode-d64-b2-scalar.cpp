@@ -14,11 +14,12 @@ namespace tq::scalar {
 
 void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 
-// Rotates x, normalizes it to the unit sphere, writes each coordinate's
-// Lloyd-Max level packed into 16 bytes, and the norm to *scale.
-// Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or Inf, and
-// TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
-int tq_encode_d64_b2__scalar(const float* signs, const float* x, uint8_t* code, float* scale) {
+// Rotates x, normalizes it to the unit sphere u, writes each coordinate's
+// Lloyd-Max level packed into 16 bytes, and the scale to *scale:
+// the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
+// centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
+// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+int tq_encode_d64_b2__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d64_b2;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     double ss = 0;
@@ -53,6 +54,19 @@ int tq_encode_d64_b2__scalar(const float* signs, const float* x, uint8_t* code, 
     bucketize8<2>(lv + 40, u + 40, cb::kBoundaries);
     bucketize8<2>(lv + 48, u + 48, cb::kBoundaries);
     bucketize8<2>(lv + 56, u + 56, cb::kBoundaries);
+    double s = norm;
+    if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
+        double uc = 0, cc = 0;
+        dot_and_norm8(u + 0, lv + 0, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 8, lv + 8, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 16, lv + 16, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 24, lv + 24, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 32, lv + 32, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 40, lv + 40, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 48, lv + 48, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 56, lv + 56, cb::kCentroids, uc, cc);
+        s = norm * uc / cc;  // cc > 0: no centroid is 0
+    }
     code[0] = static_cast<uint8_t>((lv[0] & 3) | ((lv[16] & 3) << 2) | ((lv[32] & 3) << 4) | ((lv[48] & 3) << 6));
     code[1] = static_cast<uint8_t>((lv[1] & 3) | ((lv[17] & 3) << 2) | ((lv[33] & 3) << 4) | ((lv[49] & 3) << 6));
     code[2] = static_cast<uint8_t>((lv[2] & 3) | ((lv[18] & 3) << 2) | ((lv[34] & 3) << 4) | ((lv[50] & 3) << 6));
@@ -69,7 +83,7 @@ int tq_encode_d64_b2__scalar(const float* signs, const float* x, uint8_t* code, 
     code[13] = static_cast<uint8_t>((lv[13] & 3) | ((lv[29] & 3) << 2) | ((lv[45] & 3) << 4) | ((lv[61] & 3) << 6));
     code[14] = static_cast<uint8_t>((lv[14] & 3) | ((lv[30] & 3) << 2) | ((lv[46] & 3) << 4) | ((lv[62] & 3) << 6));
     code[15] = static_cast<uint8_t>((lv[15] & 3) | ((lv[31] & 3) << 2) | ((lv[47] & 3) << 4) | ((lv[63] & 3) << 6));
-    *scale = static_cast<float>(norm);
+    *scale = static_cast<float>(s);
     return TQ_OK;
 }
 

@@ -14,11 +14,12 @@ namespace tq::scalar {
 
 void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 
-// Rotates x, normalizes it to the unit sphere, writes each coordinate's
-// Lloyd-Max level packed into 24 bytes, and the norm to *scale.
-// Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or Inf, and
-// TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
-int tq_encode_d64_b3__scalar(const float* signs, const float* x, uint8_t* code, float* scale) {
+// Rotates x, normalizes it to the unit sphere u, writes each coordinate's
+// Lloyd-Max level packed into 24 bytes, and the scale to *scale:
+// the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
+// centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
+// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+int tq_encode_d64_b3__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d64_b3;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     double ss = 0;
@@ -53,6 +54,19 @@ int tq_encode_d64_b3__scalar(const float* signs, const float* x, uint8_t* code, 
     bucketize8<3>(lv + 40, u + 40, cb::kBoundaries);
     bucketize8<3>(lv + 48, u + 48, cb::kBoundaries);
     bucketize8<3>(lv + 56, u + 56, cb::kBoundaries);
+    double s = norm;
+    if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
+        double uc = 0, cc = 0;
+        dot_and_norm8(u + 0, lv + 0, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 8, lv + 8, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 16, lv + 16, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 24, lv + 24, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 32, lv + 32, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 40, lv + 40, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 48, lv + 48, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 56, lv + 56, cb::kCentroids, uc, cc);
+        s = norm * uc / cc;  // cc > 0: no centroid is 0
+    }
     code[0] = static_cast<uint8_t>((lv[0] & 3) | ((lv[16] & 3) << 2) | ((lv[32] & 3) << 4) | ((lv[48] & 3) << 6));
     code[1] = static_cast<uint8_t>((lv[1] & 3) | ((lv[17] & 3) << 2) | ((lv[33] & 3) << 4) | ((lv[49] & 3) << 6));
     code[2] = static_cast<uint8_t>((lv[2] & 3) | ((lv[18] & 3) << 2) | ((lv[34] & 3) << 4) | ((lv[50] & 3) << 6));
@@ -77,7 +91,7 @@ int tq_encode_d64_b3__scalar(const float* signs, const float* x, uint8_t* code, 
     code[21] = static_cast<uint8_t>(((lv[5] >> 2) & 1) | (((lv[13] >> 2) & 1) << 1) | (((lv[21] >> 2) & 1) << 2) | (((lv[29] >> 2) & 1) << 3) | (((lv[37] >> 2) & 1) << 4) | (((lv[45] >> 2) & 1) << 5) | (((lv[53] >> 2) & 1) << 6) | (((lv[61] >> 2) & 1) << 7));
     code[22] = static_cast<uint8_t>(((lv[6] >> 2) & 1) | (((lv[14] >> 2) & 1) << 1) | (((lv[22] >> 2) & 1) << 2) | (((lv[30] >> 2) & 1) << 3) | (((lv[38] >> 2) & 1) << 4) | (((lv[46] >> 2) & 1) << 5) | (((lv[54] >> 2) & 1) << 6) | (((lv[62] >> 2) & 1) << 7));
     code[23] = static_cast<uint8_t>(((lv[7] >> 2) & 1) | (((lv[15] >> 2) & 1) << 1) | (((lv[23] >> 2) & 1) << 2) | (((lv[31] >> 2) & 1) << 3) | (((lv[39] >> 2) & 1) << 4) | (((lv[47] >> 2) & 1) << 5) | (((lv[55] >> 2) & 1) << 6) | (((lv[63] >> 2) & 1) << 7));
-    *scale = static_cast<float>(norm);
+    *scale = static_cast<float>(s);
     return TQ_OK;
 }
 

@@ -14,11 +14,12 @@ namespace tq::scalar {
 
 void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 
-// Rotates x, normalizes it to the unit sphere, writes each coordinate's
-// Lloyd-Max level packed into 32 bytes, and the norm to *scale.
-// Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or Inf, and
-// TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
-int tq_encode_d64_b4__scalar(const float* signs, const float* x, uint8_t* code, float* scale) {
+// Rotates x, normalizes it to the unit sphere u, writes each coordinate's
+// Lloyd-Max level packed into 32 bytes, and the scale to *scale:
+// the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
+// centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
+// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+int tq_encode_d64_b4__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d64_b4;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     double ss = 0;
@@ -53,6 +54,19 @@ int tq_encode_d64_b4__scalar(const float* signs, const float* x, uint8_t* code, 
     bucketize8<4>(lv + 40, u + 40, cb::kBoundaries);
     bucketize8<4>(lv + 48, u + 48, cb::kBoundaries);
     bucketize8<4>(lv + 56, u + 56, cb::kBoundaries);
+    double s = norm;
+    if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
+        double uc = 0, cc = 0;
+        dot_and_norm8(u + 0, lv + 0, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 8, lv + 8, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 16, lv + 16, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 24, lv + 24, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 32, lv + 32, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 40, lv + 40, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 48, lv + 48, cb::kCentroids, uc, cc);
+        dot_and_norm8(u + 56, lv + 56, cb::kCentroids, uc, cc);
+        s = norm * uc / cc;  // cc > 0: no centroid is 0
+    }
     code[0] = static_cast<uint8_t>((lv[0] & 15) | ((lv[32] & 15) << 4));
     code[1] = static_cast<uint8_t>((lv[1] & 15) | ((lv[33] & 15) << 4));
     code[2] = static_cast<uint8_t>((lv[2] & 15) | ((lv[34] & 15) << 4));
@@ -85,7 +99,7 @@ int tq_encode_d64_b4__scalar(const float* signs, const float* x, uint8_t* code, 
     code[29] = static_cast<uint8_t>((lv[29] & 15) | ((lv[61] & 15) << 4));
     code[30] = static_cast<uint8_t>((lv[30] & 15) | ((lv[62] & 15) << 4));
     code[31] = static_cast<uint8_t>((lv[31] & 15) | ((lv[63] & 15) << 4));
-    *scale = static_cast<float>(norm);
+    *scale = static_cast<float>(s);
     return TQ_OK;
 }
 

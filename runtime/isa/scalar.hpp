@@ -58,4 +58,13 @@ inline void bucketize8(uint8_t* level, const float* u, const float* boundaries) 
     }
 }
 
+// uc += <u, c[level]>, cc += |c[level]|^2 over one block (for the least-squares scale).
+inline void dot_and_norm8(const float* u, const uint8_t* level, const float* centroids, double& uc, double& cc) {
+    for (int k = 0; k < 8; ++k) {
+        const double c = centroids[level[k]];
+        uc += u[k] * c;
+        cc += c * c;
+    }
+}
+
 }  // namespace tq::scalar

@@ -10,7 +10,8 @@
     }
 #define TQ_BIT_KERNELS(D, B, ISA)                                                                      \
     namespace tq::ISA {                                                                                \
-    int tq_encode_d##D##_b##B##__##ISA(const float* signs, const float* x, uint8_t* code, float* scale); \
+    int tq_encode_d##D##_b##B##__##ISA(const float* signs, const float* x, int scale_kind, uint8_t* code,   \
+                                      float* scale);                                                   \
     void tq_decode_d##D##_b##B##__##ISA(const float* signs, const uint8_t* code, float scale, float* out); \
     void tq_score_d##D##_b##B##__##ISA(const float* q, const uint8_t* codes, const float* scales, size_t n, \
                                        float* out);                                                    \

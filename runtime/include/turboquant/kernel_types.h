@@ -25,11 +25,17 @@ enum tq_status {
     TQ_ERROR_RANGE = 4             /* a vector's norm exceeds FLT_MAX */
 };
 
+/* How encode chooses a vector's scale s (x is reconstructed as s R^T c[levels]):
+ * the norm ‖x‖ (the paper's), or the least-squares s = ‖x‖ <u, ĉ> / ‖ĉ‖², which
+ * minimizes ‖x − s Rᵀĉ‖ for the chosen levels (docs/scale.md measures both). */
+enum tq_scale_kind { TQ_SCALE_NORM = 0, TQ_SCALE_LEAST_SQUARES = 1 };
+
 /* out = H (signs ⊙ in) (rotate) or signs ⊙ (H in) (unrotate); out may alias in. */
 typedef void (*tq_rotate_fn)(const float* signs, const float* in, float* out);
-/* Rotate, normalize, quantize and pack x: writes code[d*b/8] and *scale = ‖x‖.
- * Returns TQ_OK, or TQ_ERROR_NONFINITE / TQ_ERROR_RANGE having written nothing. */
-typedef int (*tq_encode_fn)(const float* signs, const float* x, uint8_t* code, float* scale);
+/* Rotate, normalize, quantize and pack x: writes code[d*b/8] and *scale (of the
+ * given tq_scale_kind).  Returns TQ_OK, or TQ_ERROR_NONFINITE / TQ_ERROR_RANGE
+ * having written nothing. */
+typedef int (*tq_encode_fn)(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale);
 /* out[d] = unrotate(scale * centroid[level_i]). */
 typedef void (*tq_decode_fn)(const float* signs, const uint8_t* code, float scale, float* out);
 /* out[t] = scales[t] * <q_rot, centroid[levels of key t]>, t < n; keys packed back to back. */

@@ -1,0 +1,72 @@
+// TurboQuant KV cache for C++: RAII types over the C API (turboquant.h).
+//
+// Errors are exceptions: every call that the C API would fail throws tq::Error
+// (registry.hpp) carrying the tq_status code and the same one-line message, and
+// leaves the cache unchanged.  Buffers are std::span and their sizes are checked.
+// Thread safety is the C API's: a Quantizer is immutable and shareable; one
+// KVCache takes concurrent calls only on different layers.
+#pragma once
+
+#include "turboquant/registry.hpp"
+#include "turboquant/turboquant.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace tq {
+
+struct Config {
+    int key_bits = 4;
+    int value_bits = 2;
+    fa_tq_scale scale = FA_TQ_SCALE_DEFAULT;
+};
+
+enum class Kind { key, value };
+
+// The quantizer: head dim, bit widths, scale and the seeded rotation.
+class Quantizer {
+public:
+    Quantizer(int head_dim, Config config = {}, std::uint64_t seed = 0);
+    int head_dim() const noexcept { return head_dim_; }
+    const fa_tq_state* get() const noexcept { return state_.get(); }
+
+private:
+    struct Free {
+        void operator()(fa_tq_state* s) const noexcept { fa_tq_free(s); }
+    };
+    std::unique_ptr<fa_tq_state, Free> state_;
+    int head_dim_;
+};
+
+// A compressed cache of layers × KV heads × positions.  Keeps a pointer to its
+// Quantizer, which must outlive it.
+class KVCache {
+public:
+    enum class Mode { linear, ring };
+    KVCache(const Quantizer& quantizer, int num_layers, int num_heads, int max_seq_len, Mode mode = Mode::linear);
+
+    // vec: num_heads * head_dim floats.
+    void quantize(int layer, int pos, std::span<const float> vec, Kind kind);
+    // out: count * num_heads * head_dim floats.
+    void dequantize(int layer, int start, int count, Kind kind, std::span<float> out) const;
+    // k, v: num_heads * head_dim; q, out: n_q_heads * head_dim (n_q_heads from q's size).
+    void attention(int layer, int pos, std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                   std::span<float> out, float softmax_scale = 0);
+    void evict(int n);
+    void clear();
+    int seq_len() const;
+    std::size_t bytes_per_token() const;
+    std::size_t bytes_total() const;
+    int num_heads() const noexcept { return num_heads_; }
+
+private:
+    struct Free {
+        void operator()(fa_tq_cache* c) const noexcept { fa_tq_cache_free(c); }
+    };
+    const Quantizer* quantizer_;
+    std::unique_ptr<fa_tq_cache, Free> cache_;
+    int num_heads_;
+};
+
+}  // namespace tq

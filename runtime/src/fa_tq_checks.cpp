@@ -1,0 +1,65 @@
+#include "fa_tq_checks.hpp"
+
+#include "last_error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace tq::detail {
+
+int check_state(const char* fn, const fa_tq_state* state) {
+    if (!state) return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": state is NULL");
+    return FA_TQ_OK;
+}
+
+int check_pair(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache) {
+    if (int rc = check_state(fn, state)) return rc;
+    if (!cache) return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": cache is NULL");
+    if (cache->head_dim != state->head_dim || cache->key_bits != state->key_bits ||
+        cache->value_bits != state->value_bits || cache->seed != state->seed ||
+        cache->scale_kind != state->scale_kind)
+        return fail(TQ_ERROR_INVALID_ARGUMENT,
+                    std::string(fn) + ": the cache was made by another quantizer (head_dim " +
+                        std::to_string(cache->head_dim) + ", K" + std::to_string(cache->key_bits) + "/V" +
+                        std::to_string(cache->value_bits) + ") than this state (head_dim " +
+                        std::to_string(state->head_dim) + ", K" + std::to_string(state->key_bits) + "/V" +
+                        std::to_string(state->value_bits) + ", or a different seed or scale)");
+    return FA_TQ_OK;
+}
+
+int check_layer(const char* fn, const fa_tq_cache* cache, int layer) {
+    if (layer < 0 || layer >= cache->num_layers)
+        return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": layer " + std::to_string(layer) +
+                                                   " out of range [0, " + std::to_string(cache->num_layers) + ")");
+    return FA_TQ_OK;
+}
+
+int check_not_null(const char* fn, const void* p, const char* name) {
+    if (!p) return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is NULL");
+    return FA_TQ_OK;
+}
+
+int check_write_pos(const char* fn, const fa_tq_cache* cache, int layer, int pos, bool is_key) {
+    const int length = cache->stream(is_key).length[layer];
+    const int oldest = cache->ring ? std::max(0, length - cache->max_seq_len) : 0;
+    const int limit = cache->ring ? length : std::min(length, cache->max_seq_len - 1);
+    if (pos < oldest || pos > limit)
+        return fail(TQ_ERROR_INVALID_ARGUMENT,
+                    std::string(fn) + ": pos " + std::to_string(pos) + " out of range for layer " +
+                        std::to_string(layer) + (is_key ? " keys" : " values") + ": it holds " +
+                        std::to_string(length) + " positions, so pos must be in [" + std::to_string(oldest) + ", " +
+                        std::to_string(limit) + "]" +
+                        (cache->ring ? "" : " (max_seq_len " + std::to_string(cache->max_seq_len) + ")"));
+    return FA_TQ_OK;
+}
+
+int check_finite(const char* fn, const float* x, std::size_t n, const char* name) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (!std::isfinite(x[i]))
+            return fail(TQ_ERROR_NONFINITE, std::string(fn) + ": " + name + "[" + std::to_string(i) + "] is " +
+                                                (std::isnan(x[i]) ? "NaN" : "infinite"));
+    return FA_TQ_OK;
+}
+
+}  // namespace tq::detail

@@ -1,0 +1,74 @@
+// The C++ API: size checks on spans, then the C API, whose failures become tq::Error.
+#include "turboquant/turboquant.hpp"
+
+#include <string>
+
+namespace tq {
+namespace {
+
+void check(int rc) {
+    if (rc != FA_TQ_OK) throw Error(static_cast<tq_status>(rc), fa_tq_last_error());
+}
+
+void check_size(const char* what, std::size_t got, std::size_t want) {
+    if (got != want)
+        throw Error(TQ_ERROR_INVALID_ARGUMENT, std::string("tq::KVCache: ") + what + " has " + std::to_string(got) +
+                                                   " floats, expected " + std::to_string(want));
+}
+
+}  // namespace
+
+Quantizer::Quantizer(int head_dim, Config config, std::uint64_t seed)
+    : state_(fa_tq_init(head_dim, fa_tq_config{config.key_bits, config.value_bits, config.scale}, seed)),
+      head_dim_(head_dim) {
+    if (!state_) throw Error(TQ_ERROR_UNSUPPORTED, fa_tq_last_error());
+}
+
+KVCache::KVCache(const Quantizer& quantizer, int num_layers, int num_heads, int max_seq_len, Mode mode)
+    : quantizer_(&quantizer),
+      cache_(mode == Mode::ring ? fa_tq_cache_new_ring(quantizer.get(), num_layers, num_heads, max_seq_len)
+                                : fa_tq_cache_new(quantizer.get(), num_layers, num_heads, max_seq_len)),
+      num_heads_(num_heads) {
+    if (!cache_) throw Error(TQ_ERROR_INVALID_ARGUMENT, fa_tq_last_error());
+}
+
+void KVCache::quantize(int layer, int pos, std::span<const float> vec, Kind kind) {
+    check_size("vec", vec.size(), std::size_t(num_heads_) * quantizer_->head_dim());
+    check(fa_tq_quantize(quantizer_->get(), cache_.get(), layer, pos, vec.data(), kind == Kind::key));
+}
+
+void KVCache::dequantize(int layer, int start, int count, Kind kind, std::span<float> out) const {
+    if (count < 0) throw Error(TQ_ERROR_INVALID_ARGUMENT, "tq::KVCache::dequantize: count is negative");
+    check_size("out", out.size(), std::size_t(count) * num_heads_ * quantizer_->head_dim());
+    if (!fa_tq_dequantize(quantizer_->get(), cache_.get(), layer, start, count, kind == Kind::key, out.data()))
+        throw Error(TQ_ERROR_INVALID_ARGUMENT, fa_tq_last_error());
+}
+
+void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<const float> k,
+                        std::span<const float> v, std::span<float> out, float softmax_scale) {
+    const std::size_t d = quantizer_->head_dim(), kv = std::size_t(num_heads_) * d;
+    check_size("k", k.size(), kv);
+    check_size("v", v.size(), kv);
+    check_size("out", out.size(), q.size());
+    if (q.size() % d != 0) check_size("q", q.size(), (q.size() / d + 1) * d);
+    check(fa_tq_attention(quantizer_->get(), cache_.get(), layer, pos, q.data(), int(q.size() / d), k.data(), v.data(),
+                          softmax_scale, out.data()));
+}
+
+void KVCache::evict(int n) { check(fa_tq_cache_evict(cache_.get(), n)); }
+void KVCache::clear() { check(fa_tq_cache_clear(cache_.get())); }
+int KVCache::seq_len() const { return fa_tq_cache_seq_len(cache_.get()); }
+
+std::size_t KVCache::bytes_per_token() const {
+    std::size_t n = 0;
+    check(fa_tq_cache_bytes(cache_.get(), &n, nullptr));
+    return n;
+}
+
+std::size_t KVCache::bytes_total() const {
+    std::size_t n = 0;
+    check(fa_tq_cache_bytes(cache_.get(), nullptr, &n));
+    return n;
+}
+
+}  // namespace tq

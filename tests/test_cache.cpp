@@ -1,0 +1,215 @@
+// The compressed cache: positions, eviction, ring mode, byte accounting, and
+// bad input that must change nothing.
+#include "cache_support.hpp"
+#include "fa_tq_internal.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+using tq::KVCache;
+using tq::Kind;
+
+namespace {
+
+// Everything a call could change.
+struct Snapshot {
+    std::vector<std::uint8_t> kc, vc;
+    std::vector<float> ks, vs;
+    std::vector<int> kl, vl;
+    explicit Snapshot(const fa_tq_cache* c)
+        : kc(c->keys.codes), vc(c->values.codes), ks(c->keys.scales), vs(c->values.scales), kl(c->keys.length),
+          vl(c->values.length) {}
+    bool operator==(const Snapshot&) const = default;
+};
+
+}  // namespace
+
+TEST_CASE("cache: bytes per token, K4/V2 at d=128 is 104 per KV head") {
+    if (!tq::test::has_config(128, 4, 2)) return;
+    const tq::Quantizer quant(128, {4, 2});
+    KVCache cache(quant, 4, 16, 2048);
+    CHECK(cache.bytes_per_token() == 4 * 16 * 104);
+    CHECK(cache.bytes_total() >= 4 * 16 * 104 * 2048);
+    CHECK(cache.bytes_total() < 4 * 16 * 104 * 2048 + 4096);
+    const double fp32 = 4.0 * 16 * 128 * 4 * 2;
+    CHECK(fp32 / double(cache.bytes_per_token()) >= 9.8);
+}
+
+TEST_CASE("cache: seq_len is the length every layer holds for keys and values") {
+    const int d = tq::test::main_head_dim();
+    const tq::Quantizer quant(d, {tq::variants().front().bits, tq::variants().front().bits});
+    KVCache cache(quant, 2, 2, 8);
+    CHECK(cache.seq_len() == 0);
+    tq::test::fill(cache, 2, 3, d, Kind::key, 1);
+    CHECK(cache.seq_len() == 0);  // no values yet
+    tq::test::fill(cache, 2, 3, d, Kind::value, 2);
+    CHECK(cache.seq_len() == 3);
+    cache.clear();
+    CHECK(cache.seq_len() == 0);
+}
+
+TEST_CASE("cache: eviction drops the oldest positions of every layer") {
+    const int d = tq::test::main_head_dim(), L = 3, H = 2, n = 20, drop = 7;
+    const tq::Quantizer quant(d, {tq::variants().front().bits, tq::variants().back().bits}, 3);
+    KVCache cache(quant, L, H, 32);
+    tq::test::fill(cache, L, n, d, Kind::key, 1);
+    tq::test::fill(cache, L, n, d, Kind::value, 2);
+    const std::size_t token = std::size_t(H) * d;
+    std::vector<float> before_k(n * token), before_v(n * token), after_k((n - drop) * token), after_v((n - drop) * token);
+    for (int l = 0; l < L; ++l) {
+        cache.dequantize(l, 0, n, Kind::key, before_k);
+        cache.dequantize(l, 0, n, Kind::value, before_v);
+        if (l == L - 1) cache.evict(drop);
+    }
+    CHECK(cache.seq_len() == n - drop);
+    for (int l = 0; l < L; ++l) {
+        cache.dequantize(l, 0, n - drop, Kind::key, after_k);
+        cache.dequantize(l, 0, n - drop, Kind::value, after_v);
+        if (l == L - 1) {  // position p now holds what p + drop held
+            CHECK(std::equal(after_k.begin(), after_k.end(), before_k.begin() + drop * token));
+            CHECK(std::equal(after_v.begin(), after_v.end(), before_v.begin() + drop * token));
+        }
+    }
+    CHECK_THROWS_AS(cache.evict(n), tq::Error);  // more than is held
+    cache.evict(n - drop);
+    CHECK(cache.seq_len() == 0);
+}
+
+TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last window") {
+    const int d = tq::test::main_head_dim(), H = 2, max_seq = 8, n = 29;
+    const auto& v = tq::variants().front();
+    const tq::Quantizer quant(d, {v.bits, v.bits}, 4);
+    KVCache ring(quant, 1, H, max_seq, KVCache::Mode::ring);
+    KVCache linear(quant, 1, H, n);  // the same tokens without wrapping
+    const std::size_t token = std::size_t(H) * d;
+    const auto x = tq::test::gaussian(n * token, 9);
+    for (int t = 0; t < n; ++t) {
+        ring.quantize(0, t, {&x[t * token], token}, Kind::key);
+        linear.quantize(0, t, {&x[t * token], token}, Kind::key);
+    }
+    std::vector<float> got(max_seq * token), want(max_seq * token);
+    ring.dequantize(0, n - max_seq, max_seq, Kind::key, got);
+    linear.dequantize(0, n - max_seq, max_seq, Kind::key, want);
+    CHECK(got == want);
+    std::vector<float> one(token);
+    CHECK_THROWS_AS(ring.dequantize(0, n - max_seq - 1, 1, Kind::key, one), tq::Error);  // overwritten
+    CHECK_THROWS_AS(ring.quantize(0, n - max_seq - 1, {x.data(), token}, Kind::key), tq::Error);
+    ring.quantize(0, n - 2, {x.data(), token}, Kind::key);  // overwrite inside the window
+    ring.dequantize(0, n - 2, 1, Kind::key, one);
+    linear.dequantize(0, 0, 1, Kind::key, {got.data(), token});
+    CHECK(std::equal(one.begin(), one.end(), got.begin()));
+    CHECK_THROWS_AS(ring.evict(1), tq::Error);
+}
+
+TEST_CASE("cache: bad input returns the documented error and leaves the cache byte-identical") {
+    const int d = tq::test::main_head_dim(), L = 2, H = 2, max_seq = 8;
+    const auto& v = tq::variants().front();
+    const fa_tq_config config{v.bits, v.bits, FA_TQ_SCALE_DEFAULT};
+    fa_tq_state* s = fa_tq_init(d, config, 1);
+    fa_tq_state* other = fa_tq_init(d, config, 2);  // another seed
+    REQUIRE(s);
+    REQUIRE(other);
+    fa_tq_cache* c = fa_tq_cache_new(s, L, H, max_seq);
+    REQUIRE(c);
+    const std::size_t token = std::size_t(H) * d;
+    const auto x = tq::test::gaussian(token, 1);
+    for (int t = 0; t < 3; ++t)
+        for (int l = 0; l < L; ++l)
+            for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, c, l, t, x.data(), key) == FA_TQ_OK);
+    auto nan_last = x, inf_first = x;
+    nan_last[token - 1] = std::numeric_limits<float>::quiet_NaN();  // the last head: earlier heads must not land
+    inf_first[0] = -std::numeric_limits<float>::infinity();
+    const auto huge = std::vector<float>(token, std::numeric_limits<float>::max());
+    std::vector<float> q(2 * token, 0.5f), q_nan = q, out(2 * token, 0.0f), dq(token * 4);
+    q_nan[3] = std::numeric_limits<float>::quiet_NaN();
+    const Snapshot before(c);
+
+    struct Case {
+        const char* what;
+        int expected;
+        int got;
+    };
+    const Case cases[] = {
+        {"quantize NULL state", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(nullptr, c, 0, 3, x.data(), true)},
+        {"quantize NULL cache", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, nullptr, 0, 3, x.data(), true)},
+        {"quantize NULL vec", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, 0, 3, nullptr, true)},
+        {"quantize other state", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(other, c, 0, 3, x.data(), true)},
+        {"quantize layer -1", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, -1, 3, x.data(), true)},
+        {"quantize layer L", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, L, 3, x.data(), true)},
+        {"quantize gap", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, 0, 4, x.data(), true)},
+        {"quantize pos -1", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, 0, -1, x.data(), false)},
+        {"quantize NaN", TQ_ERROR_NONFINITE, fa_tq_quantize(s, c, 0, 3, nan_last.data(), true)},
+        {"quantize -Inf", TQ_ERROR_NONFINITE, fa_tq_quantize(s, c, 1, 1, inf_first.data(), false)},
+        {"quantize huge", TQ_ERROR_RANGE, fa_tq_quantize(s, c, 1, 1, huge.data(), false)},
+        {"attention NULL q", TQ_ERROR_INVALID_ARGUMENT,
+         fa_tq_attention(s, c, 0, 3, nullptr, 2 * H, x.data(), x.data(), 0, out.data())},
+        {"attention NULL out", TQ_ERROR_INVALID_ARGUMENT,
+         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), 0, nullptr)},
+        {"attention heads 3", TQ_ERROR_INVALID_ARGUMENT,
+         fa_tq_attention(s, c, 0, 3, q.data(), 3, x.data(), x.data(), 0, out.data())},
+        {"attention NaN q", TQ_ERROR_NONFINITE,
+         fa_tq_attention(s, c, 0, 3, q_nan.data(), 2 * H, x.data(), x.data(), 0, out.data())},
+        {"attention NaN v", TQ_ERROR_NONFINITE,
+         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), nan_last.data(), 0, out.data())},
+        {"attention NaN k", TQ_ERROR_NONFINITE,
+         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, nan_last.data(), x.data(), 0, out.data())},
+        {"attention negative scale", TQ_ERROR_INVALID_ARGUMENT,
+         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), -1, out.data())},
+        {"attention gap", TQ_ERROR_INVALID_ARGUMENT,
+         fa_tq_attention(s, c, 0, 5, q.data(), 2 * H, x.data(), x.data(), 0, out.data())},
+        {"attention past max_seq", TQ_ERROR_INVALID_ARGUMENT,
+         fa_tq_attention(s, c, 0, max_seq, q.data(), 2 * H, x.data(), x.data(), 0, out.data())},
+        {"evict too many", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_evict(c, 4)},
+        {"evict negative", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_evict(c, -1)},
+        {"clear NULL", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_clear(nullptr)},
+        {"bytes NULL", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_bytes(nullptr, nullptr, nullptr)},
+    };
+    for (const Case& k : cases) {
+        CAPTURE(k.what);
+        CHECK(k.got == k.expected);
+        CHECK(Snapshot(c) == before);
+    }
+    CHECK(std::string(fa_tq_last_error()).find("fa_tq_") != std::string::npos);
+    CHECK(std::find(out.begin(), out.end(), 0.0f) != out.end());  // out untouched by failed calls
+
+    // dequantize: out of range, negative count, NULL out
+    CHECK(fa_tq_dequantize(s, c, 0, 2, 2, true, dq.data()) == nullptr);
+    CHECK(fa_tq_dequantize(s, c, 0, 0, -1, true, dq.data()) == nullptr);
+    CHECK(fa_tq_dequantize(s, c, 0, 0, 1, true, nullptr) == nullptr);
+    CHECK(fa_tq_dequantize(s, c, 5, 0, 1, true, dq.data()) == nullptr);
+    CHECK(fa_tq_dequantize(s, c, 0, 0, 0, true, dq.data()) == dq.data());
+    CHECK(fa_tq_cache_seq_len(nullptr) == -1);
+
+    // construction
+    CHECK(fa_tq_init(100, config, 1) == nullptr);
+    CHECK(std::string(fa_tq_last_error()).find("this build has head_dim") != std::string::npos);
+    CHECK(fa_tq_init(d, fa_tq_config{9, 2, FA_TQ_SCALE_DEFAULT}, 1) == nullptr);
+    CHECK(fa_tq_init(d, fa_tq_config{v.bits, v.bits, static_cast<fa_tq_scale>(3)}, 1) == nullptr);
+    CHECK(fa_tq_cache_new(nullptr, 1, 1, 1) == nullptr);
+    CHECK(fa_tq_cache_new(s, 0, 1, 1) == nullptr);
+    CHECK(fa_tq_cache_new(s, 1, -2, 1) == nullptr);
+    CHECK(fa_tq_cache_new_ring(s, 1, 1, 0) == nullptr);
+    CHECK(fa_tq_cache_new(s, 1 << 20, 1 << 20, 1 << 20) == nullptr);
+    fa_tq_cache_free(nullptr);
+    fa_tq_free(nullptr);
+
+    CHECK(Snapshot(c) == before);
+    fa_tq_cache_free(c);
+    fa_tq_free(other);
+    fa_tq_free(s);
+}
+
+TEST_CASE("cache: the C++ API checks span sizes") {
+    const int d = tq::test::main_head_dim();
+    const auto& v = tq::variants().front();
+    CHECK_THROWS_AS(tq::Quantizer(100, {v.bits, v.bits}), tq::Error);
+    const tq::Quantizer quant(d, {v.bits, v.bits});
+    KVCache cache(quant, 1, 2, 4);
+    std::vector<float> short_vec(d), out(2 * d);
+    CHECK_THROWS_AS(cache.quantize(0, 0, short_vec, Kind::key), tq::Error);
+    CHECK_THROWS_AS(cache.dequantize(0, 0, 1, Kind::key, short_vec), tq::Error);
+    std::vector<float> odd(d + 1);
+    CHECK_THROWS_AS(cache.attention(0, 0, odd, out, out, odd), tq::Error);
+    CHECK(cache.seq_len() == 0);
+}
