@@ -1,10 +1,16 @@
 // Subcommands of the `tq` tool.
 #pragma once
 
+#include <cstdint>
+
 namespace tq::cli {
 
-// `tq demo`: compresses random vectors with every compiled variant and prints
-// bytes, compression ratio, round-trip MSE against theory, and kernel speed.
+// `tq demo`: a KV cache of the spec's RWKV-X size from synthetic activations:
+// bytes, attention fidelity and decode speed for K4/V2, K4/V3, K4/V4, K3/V2
+// against FP32; norm vs least-squares scale; then every compiled variant's codec.
 int demo(int argc, char** argv);
+
+// The per-variant codec table: bytes, round-trip MSE vs theory, ns per call.
+void print_variant_table(int vectors, std::uint64_t seed);
 
 }  // namespace tq::cli
