@@ -193,16 +193,17 @@ int demo(int argc, char** argv) {
                   "cosine mean");
     scale_rows.push_back(line);
     for (const auto& c : configs) {
-        const std::string name = "K" + std::to_string(c.kb) + "/V" + std::to_string(c.vb);
+        char name[16];
+        std::snprintf(name, sizeof name, "K%d/V%d", c.kb, c.vb);
         if (!built(c.kb, c.vb)) {
             std::snprintf(line, sizeof line, "%-7s (not in this build: configure head dim 128 and bits %d, %d)",
-                          name.c_str(), c.kb, c.vb);
+                          name, c.kb, c.vb);
             rows.push_back(line);
             continue;
         }
-        progress(name + ": quantizing, attending, timing");
+        progress(std::string(name) + ": quantizing, attending, timing");
         const Fidelity f = measure(kv, reference, {c.kb, c.vb, FA_TQ_SCALE_DEFAULT}, true);
-        std::snprintf(line, sizeof line, "%-7s %12zu %10.1f %7.2fx %12.6f %10.6f %13.3f %7.2fx", name.c_str(),
+        std::snprintf(line, sizeof line, "%-7s %12zu %10.1f %7.2fx %12.6f %10.6f %13.3f %7.2fx", name,
                       f.bytes_per_token, double(f.bytes_per_token) * opt.positions / (1 << 20),
                       fp32_token / double(f.bytes_per_token), f.cosine_mean, f.cosine_min, f.step_ms,
                       f.step_ms / fp32_ms);
@@ -210,7 +211,7 @@ int demo(int argc, char** argv) {
         for (auto [scale, label] : {std::pair{FA_TQ_SCALE_NORM, "norm"}, std::pair{FA_TQ_SCALE_LEAST_SQUARES,
                                                                                   "least-squares"}}) {
             const Fidelity s = measure(kv, reference, {c.kb, c.vb, scale}, false);
-            std::snprintf(line, sizeof line, "%-7s %-14s %12.6f %12.6f %12.6f", name.c_str(), label, s.key_mse,
+            std::snprintf(line, sizeof line, "%-7s %-14s %12.6f %12.6f %12.6f", name, label, s.key_mse,
                           s.value_mse, s.cosine_mean);
             scale_rows.push_back(line);
         }
