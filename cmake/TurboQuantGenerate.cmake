@@ -80,5 +80,9 @@ function(tq_generate_kernels)
       VERBATIM)
     list(APPEND all_outputs ${TQ_GENERATED_${group}_OUTPUTS})
   endforeach()
+  # Each ISA's kernels are compiled with its own flags (and live in its own namespace).
+  set_source_files_properties(${TQ_GENERATED_SOURCES_avx2} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+  set_source_files_properties(${TQ_GENERATED_SOURCES_avx512} PROPERTIES
+    COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma")
   set(${ARG_SOURCES_VAR} ${all_outputs} PARENT_SCOPE)
 endfunction()

@@ -37,6 +37,8 @@ def make_environment() -> jinja2.Environment:
     env.globals.update(
         level_expr=cxx.level_expr,
         packed_byte_stmts=cxx.packed_byte_stmts,
+        simd_level_expr=cxx.simd_level_expr,
+        simd_pack_stmts=cxx.simd_pack_stmts,
         planes=planes,
     )
     return env

@@ -82,8 +82,9 @@ def list_outputs(env, outs: list[Output], out_dir: Path, cmake_file: Path) -> No
         templates = sorted({t for o in members for t in referenced_templates(env, o.template)})
         lines.append(f'set(TQ_GENERATED_{g}_OUTPUTS "{cmake_list(out_dir / o.path for o in members)}")')
         lines.append(f'set(TQ_GENERATED_{g}_TEMPLATES "{cmake_list(TEMPLATES_DIR / t for t in templates)}")')
-    sources = [out_dir / o.path for o in outs if o.path.endswith(".cpp")]
-    lines.append(f'set(TQ_GENERATED_SOURCES "{cmake_list(sources)}")')
+    for isa in sorted({o.path.split("/")[0] for o in outs if o.path.endswith(".cpp")}):
+        sources = [out_dir / o.path for o in outs if o.path.startswith(isa + "/") and o.path.endswith(".cpp")]
+        lines.append(f'set(TQ_GENERATED_SOURCES_{isa} "{cmake_list(sources)}")')
     write_if_changed(cmake_file, "\n".join(lines) + "\n")
 
 

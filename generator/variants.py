@@ -10,16 +10,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from cxx import needs_level_array
 from layout import code_bytes
 
-ISAS = ("scalar",)
+ISAS = ("scalar", "avx2", "avx512")
+LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: per 8-lane block)
 BIT_KERNELS = ("encode", "decode", "score", "accumulate", "pack")
+SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
 MIN_BITS, MAX_BITS = 1, 8
 
 
 def check_head_dim(d: int) -> None:
-    if d < 8 or d > 1024 or d & (d - 1):
-        raise ValueError(f"head dim {d} is not supported: this build generates powers of two in [8, 1024]")
+    if d < 16 or d > 1024 or d & (d - 1):
+        raise ValueError(f"head dim {d} is not supported: this build generates powers of two in [16, 1024]")
 
 
 def check_bits(b: int) -> None:
@@ -41,8 +44,8 @@ class Config:
         for isa in self.isas:
             if isa not in ISAS:
                 raise ValueError(f"ISA '{isa}' is not supported: allowed {', '.join(ISAS)}")
-        if not self.head_dims or not self.isas:
-            raise ValueError("need at least one head dim and one ISA")
+        if not self.head_dims or "scalar" not in self.isas:
+            raise ValueError("need at least one head dim, and the scalar ISA (the portable fallback)")
 
     def args(self) -> str:
         def join(xs):
@@ -92,21 +95,29 @@ def outputs(cfg: Config) -> list[Output]:
             outs.append(Output("codebook", f"codebooks/codebook-d{d}-b{b}.hpp", "codebook.hpp.j2", ctx,
                                f"--head-dims {d} --bits {b} --codebook-dir <tq-codebook json dir>"))
     for isa in cfg.isas:
+        family = "scalar" if isa == "scalar" else "simd"
+        lanes = LANES[isa]
         for d in cfg.head_dims:
-            ctx = dict(head_dim=d, isa=isa, log2d=int(math.log2(d)),
+            nregs = d // lanes
+            ctx = dict(head_dim=d, isa=isa, log2d=int(math.log2(d)), lanes=lanes, nregs=nregs,
+                       reg_stages=int(math.log2(nregs)),
                        name=kernel_name("rotate", d, None, isa), inverse_name=kernel_name("unrotate", d, None, isa),
                        ops=rotation_ops(d))
-            outs.append(Output("rotate", f"{isa}/rotate-d{d}-{isa}.cpp", f"{isa}/rotate.cpp.j2", ctx,
+            outs.append(Output("rotate", f"{isa}/rotate-d{d}-{isa}.cpp", f"{family}/rotate.cpp.j2", ctx,
                                f"--head-dims {d} --isas {isa}"))
         for kernel in BIT_KERNELS:
+            if isa != "scalar" and kernel in SCALAR_ONLY:
+                continue
             for d in cfg.head_dims:
                 for b in cfg.bits:
                     ctx = dict(head_dim=d, bits=b, isa=isa, levels=1 << b, code_bytes=code_bytes(d, b),
+                               lanes=lanes, nregs=d // lanes, reg_stages=int(math.log2(d // lanes)),
+                               needs_level_array=needs_level_array(d, b, lanes),
                                name=kernel_name(kernel, d, b, isa), ops=bit_kernel_ops(kernel, d, b),
                                rotate_name=kernel_name("rotate", d, None, isa),
                                unrotate_name=kernel_name("unrotate", d, None, isa),
                                unpack_name=kernel_name("unpack", d, b, isa))
-                    outs.append(Output(kernel, f"{isa}/{kernel}-d{d}-b{b}-{isa}.cpp", f"{isa}/{kernel}.cpp.j2",
+                    outs.append(Output(kernel, f"{isa}/{kernel}-d{d}-b{b}-{isa}.cpp", f"{family}/{kernel}.cpp.j2",
                                        ctx, f"--head-dims {d} --bits {b} --isas {isa}"))
     return outs
 

@@ -2,7 +2,7 @@
 """Keeps generated/ (the checked-in default kernel set) equal to what the
 generator makes of the default variants.
 
-    sync_generated.py --check --tq-codebook PATH --head-dims "64;128;256" --bits "2;3;4"
+    sync_generated.py --check --tq-codebook PATH --head-dims "64;128;256" --bits "2;3;4" --isas "scalar;avx2;avx512"
         regenerates into a temporary folder and fails, listing the files, on any difference
     sync_generated.py --write ...
         rewrites generated/ from scratch
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "generated"
 
 
-def generate(tq_codebook: str, dims: list[str], bits: list[str], out: Path) -> None:
+def generate(tq_codebook: str, dims: list[str], bits: list[str], isas: list[str], out: Path) -> None:
     json_dir = out.parent / "codebook-json"
     json_dir.mkdir(parents=True, exist_ok=True)
     for d in dims:
@@ -31,7 +31,7 @@ def generate(tq_codebook: str, dims: list[str], bits: list[str], out: Path) -> N
             subprocess.run([tq_codebook, "--head-dim", d, "--bits", b, "--format", "json",
                             "--output", str(json_dir / f"codebook-d{d}-b{b}.json")], check=True)
     subprocess.run([sys.executable, str(ROOT / "generator" / "generate.py"), "--head-dims", ",".join(dims),
-                    "--bits", ",".join(bits), "--codebook-dir", str(json_dir), "--out-dir", str(out)], check=True)
+                    "--bits", ",".join(bits), "--isas", ",".join(isas), "--codebook-dir", str(json_dir), "--out-dir", str(out)], check=True)
 
 
 def differences(expected: Path, actual: Path) -> list[str]:
@@ -51,11 +51,12 @@ def main() -> int:
     ap.add_argument("--tq-codebook", required=True)
     ap.add_argument("--head-dims", required=True, help="';' or ',' separated")
     ap.add_argument("--bits", required=True, help="';' or ',' separated")
+    ap.add_argument("--isas", required=True, help="';' or ',' separated")
     args = ap.parse_args()
     split = lambda s: [x for x in s.replace(";", ",").split(",") if x]
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "generated"
-        generate(args.tq_codebook, split(args.head_dims), split(args.bits), fresh)
+        generate(args.tq_codebook, split(args.head_dims), split(args.bits), split(args.isas), fresh)
         if args.write:
             shutil.rmtree(CHECKED_IN, ignore_errors=True)
             shutil.copytree(fresh, CHECKED_IN)

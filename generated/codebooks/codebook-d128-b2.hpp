@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d128_b2 {
 
 inline constexpr int kHeadDim = 128;
@@ -25,6 +27,15 @@ inline constexpr float kBoundaries[3] = {
     -0.08651656f,
     0.0f,
     0.08651656f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[4] = {
+    -0.08651656f,
+    0.0f,
+    0.08651656f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 9.062505e-04;  // E[(t - Q(t))^2]

@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d128_b3 {
 
 inline constexpr int kHeadDim = 128;
@@ -33,6 +35,19 @@ inline constexpr float kBoundaries[7] = {
     0.04409496f,
     0.09236269f,
     0.15326847f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[8] = {
+    -0.15326847f,
+    -0.09236269f,
+    -0.04409496f,
+    0.0f,
+    0.04409496f,
+    0.09236269f,
+    0.15326847f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 2.653588e-04;  // E[(t - Q(t))^2]

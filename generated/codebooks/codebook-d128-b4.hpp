@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d128_b4 {
 
 inline constexpr int kHeadDim = 128;
@@ -49,6 +51,27 @@ inline constexpr float kBoundaries[15] = {
     0.12604678f,
     0.16132058f,
     0.2092499f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[16] = {
+    -0.2092499f,
+    -0.16132058f,
+    -0.12604678f,
+    -0.096558414f,
+    -0.07030038f,
+    -0.045961935f,
+    -0.022727033f,
+    0.0f,
+    0.022727033f,
+    0.045961935f,
+    0.07030038f,
+    0.096558414f,
+    0.12604678f,
+    0.16132058f,
+    0.2092499f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 7.277178e-05;  // E[(t - Q(t))^2]

@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d256_b2 {
 
 inline constexpr int kHeadDim = 256;
@@ -25,6 +27,15 @@ inline constexpr float kBoundaries[3] = {
     -0.06126319f,
     0.0f,
     0.06126319f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[4] = {
+    -0.06126319f,
+    0.0f,
+    0.06126319f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 4.560158e-04;  // E[(t - Q(t))^2]

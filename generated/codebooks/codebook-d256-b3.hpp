@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d256_b3 {
 
 inline constexpr int kHeadDim = 256;
@@ -33,6 +35,19 @@ inline constexpr float kBoundaries[7] = {
     0.031232098f,
     0.06546608f,
     0.10880987f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[8] = {
+    -0.10880987f,
+    -0.06546608f,
+    -0.031232098f,
+    0.0f,
+    0.031232098f,
+    0.06546608f,
+    0.10880987f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 1.338125e-04;  // E[(t - Q(t))^2]

@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d256_b4 {
 
 inline constexpr int kHeadDim = 256;
@@ -49,6 +51,27 @@ inline constexpr float kBoundaries[15] = {
     0.08947366f,
     0.114643104f,
     0.14899932f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[16] = {
+    -0.14899932f,
+    -0.114643104f,
+    -0.08947366f,
+    -0.068490714f,
+    -0.04984065f,
+    -0.032575037f,
+    -0.016104626f,
+    0.0f,
+    0.016104626f,
+    0.032575037f,
+    0.04984065f,
+    0.068490714f,
+    0.08947366f,
+    0.114643104f,
+    0.14899932f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 3.674816e-05;  // E[(t - Q(t))^2]

@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d64_b2 {
 
 inline constexpr int kHeadDim = 64;
@@ -25,6 +27,15 @@ inline constexpr float kBoundaries[3] = {
     -0.12200586f,
     0.0f,
     0.12200586f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[4] = {
+    -0.12200586f,
+    0.0f,
+    0.12200586f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 1.789465e-03;  // E[(t - Q(t))^2]

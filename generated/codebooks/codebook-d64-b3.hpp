@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d64_b3 {
 
 inline constexpr int kHeadDim = 64;
@@ -33,6 +35,19 @@ inline constexpr float kBoundaries[7] = {
     0.06215072f,
     0.13000005f,
     0.21504089f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[8] = {
+    -0.21504089f,
+    -0.13000005f,
+    -0.06215072f,
+    0.0f,
+    0.06215072f,
+    0.13000005f,
+    0.21504089f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 5.217318e-04;  // E[(t - Q(t))^2]

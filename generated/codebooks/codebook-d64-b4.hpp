@@ -4,6 +4,8 @@
 // Op count:  none (data)
 #pragma once
 
+#include <limits>
+
 namespace tq::codebooks::d64_b4 {
 
 inline constexpr int kHeadDim = 64;
@@ -49,6 +51,27 @@ inline constexpr float kBoundaries[15] = {
     0.17689084f,
     0.22588493f,
     0.291855f,
+};
+
+// The boundaries padded to kLevels entries with +inf, for table lookups in the
+// SIMD kernels' binary search (the last entry is never compared).
+inline constexpr float kBoundaryTable[16] = {
+    -0.291855f,
+    -0.22588493f,
+    -0.17689084f,
+    -0.13570614f,
+    -0.09889926f,
+    -0.064700775f,
+    -0.0320044f,
+    0.0f,
+    0.0320044f,
+    0.064700775f,
+    0.09889926f,
+    0.13570614f,
+    0.17689084f,
+    0.22588493f,
+    0.291855f,
+    std::numeric_limits<float>::infinity(),
 };
 
 inline constexpr double kMsePerCoordinate = 1.426800e-04;  // E[(t - Q(t))^2]

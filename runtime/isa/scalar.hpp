@@ -17,10 +17,15 @@ inline void scale8(float* dst, const float* src, double s) {
     for (int k = 0; k < 8; ++k) dst[k] = static_cast<float>(src[k] * s);
 }
 
-inline double sum_squares8(const float* x) {
-    double s = 0;
-    for (int k = 0; k < 8; ++k) s += static_cast<double>(x[k]) * x[k];
-    return s;
+// The canonical order of the double sums in encode (norm, least-squares scale),
+// which every ISA reproduces so that all write the same bytes: lane k sums the
+// coordinates i = k (mod 8) in ascending order, then sum8 adds the lanes as a tree.
+inline void accumulate_squares8(double* acc, const float* x) {
+    for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(x[k]) * x[k];
+}
+
+inline double sum8(const double* acc) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 // dst = H_8 src, the first three butterfly stages (1, 2, 4 apart); dst may alias src.
@@ -58,12 +63,13 @@ inline void bucketize8(uint8_t* level, const float* u, const float* boundaries) 
     }
 }
 
-// uc += <u, c[level]>, cc += |c[level]|^2 over one block (for the least-squares scale).
-inline void dot_and_norm8(const float* u, const uint8_t* level, const float* centroids, double& uc, double& cc) {
+// uc += <u, c[level]>, cc += |c[level]|^2 per lane (for the least-squares scale).
+inline void accumulate_dot_and_norm8(double* uc, double* cc, const float* u, const uint8_t* level,
+                                     const float* centroids) {
     for (int k = 0; k < 8; ++k) {
         const double c = centroids[level[k]];
-        uc += u[k] * c;
-        cc += c * c;
+        uc[k] += u[k] * c;
+        cc[k] += c * c;
     }
 }
 

@@ -17,8 +17,10 @@
                                        float* out);                                                    \
     void tq_accumulate_d##D##_b##B##__##ISA(const float* weights, const uint8_t* codes,                 \
                                             const float* scales, size_t n, float* acc);                \
-    void tq_pack_d##D##_b##B##__##ISA(const uint8_t* levels, uint8_t* code);                            \
-    void tq_unpack_d##D##_b##B##__##ISA(const uint8_t* code, uint8_t* levels);                          \
+    }                                                                                                  \
+    namespace tq::scalar { /* the layout alone is scalar for every ISA */                              \
+    void tq_pack_d##D##_b##B##__scalar(const uint8_t* levels, uint8_t* code);                           \
+    void tq_unpack_d##D##_b##B##__scalar(const uint8_t* code, uint8_t* levels);                         \
     }
 #include "kernels.inc"
 #undef TQ_ROTATION

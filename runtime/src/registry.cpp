@@ -6,6 +6,10 @@
 #include "registry_table.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,7 +19,37 @@ namespace tq {
 namespace {
 
 // ISAs this runtime knows, best first; scalar runs everywhere.
-constexpr const char* kIsaPreference[] = {"scalar"};
+constexpr const char* kIsaPreference[] = {"avx512", "avx2", "scalar"};
+constexpr int kIsaCount = 3;
+
+int isa_index(const char* isa) {
+    for (int i = 0; isa && i < kIsaCount; ++i)
+        if (std::strcmp(isa, kIsaPreference[i]) == 0) return i;
+    return -1;
+}
+
+// Whether this CPU (and OS) runs the ISA's instructions.
+bool cpu_runs(int index) {
+    const std::string_view isa = kIsaPreference[index];
+    if (isa == "scalar") return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == "avx2") return avx2;
+    if (isa == "avx512")
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#endif
+    return false;
+}
+
+bool compiled(int index) {
+    for (const auto& rot : detail::rotation_table())
+        if (std::strcmp(rot.isa, kIsaPreference[index]) == 0) return true;
+    return false;
+}
+
+bool usable(int index) { return index >= 0 && compiled(index) && cpu_runs(index); }
 
 struct Registry {
     const char* isa = nullptr;
@@ -28,16 +62,11 @@ void add_unique(std::vector<int>& v, int x) {
     if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
-Registry build_registry() {
+Registry build_registry(const char* isa) {
     Registry r;
+    r.isa = isa;
     const auto bit_table = detail::bit_kernel_table();
     const auto bit_isa = detail::bit_kernel_isa();
-    for (const char* isa : kIsaPreference) {
-        if (std::any_of(bit_isa.begin(), bit_isa.end(), [&](const char* s) { return std::strcmp(s, isa) == 0; })) {
-            r.isa = isa;
-            break;
-        }
-    }
     for (std::size_t i = 0; i < bit_table.size(); ++i) {
         if (std::strcmp(bit_isa[i], r.isa) != 0) continue;
         r.variants.push_back(bit_table[i]);
@@ -58,10 +87,35 @@ Registry build_registry() {
     return r;
 }
 
-const Registry& registry() {
-    static const Registry r = build_registry();
-    return r;
+// The tables of one ISA, built once.
+const Registry& registry_of(int index) {
+    static const Registry all[kIsaCount] = {build_registry(kIsaPreference[0]), build_registry(kIsaPreference[1]),
+                                            build_registry(kIsaPreference[2])};
+    return all[index];
 }
+
+int best_usable() {
+    for (int i = 0; i < kIsaCount; ++i)
+        if (usable(i)) return i;
+    return kIsaCount - 1;
+}
+
+// The ISA tq_find serves: TQ_ISA if set and usable, else the best this CPU runs.
+std::atomic<int>& active_index() {
+    static std::atomic<int> index = [] {
+        const char* forced = std::getenv("TQ_ISA");
+        if (forced && *forced) {
+            if (usable(isa_index(forced))) return isa_index(forced);
+            std::fprintf(stderr, "turboquant: TQ_ISA=%s is not available (known: avx512, avx2, scalar; must be in "
+                                 "the build and run on this CPU); using %s\n",
+                         forced, kIsaPreference[best_usable()]);
+        }
+        return best_usable();
+    }();
+    return index;
+}
+
+const Registry& registry() { return registry_of(active_index().load()); }
 
 std::string join(const std::vector<int>& v) {
     std::string s;
@@ -77,8 +131,8 @@ std::string unsupported_message(int head_dim, int key_bits, int value_bits) {
            " (reconfigure with -DTQ_HEAD_DIMS=... -DTQ_BITS=... for others)";
 }
 
-const tq_kernels* lookup(int head_dim, int key_bits, int value_bits) {
-    for (const auto& t : registry().tables)
+const tq_kernels* lookup(const Registry& r, int head_dim, int key_bits, int value_bits) {
+    for (const auto& t : r.tables)
         if (t.head_dim == head_dim && t.key->bits == key_bits && t.value->bits == value_bits) return &t;
     return nullptr;
 }
@@ -99,11 +153,18 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 }  // namespace
 
 const tq_kernels& find(int head_dim, int key_bits, int value_bits) {
-    if (const tq_kernels* t = lookup(head_dim, key_bits, value_bits)) return *t;
+    if (const tq_kernels* t = lookup(registry(), head_dim, key_bits, value_bits)) return *t;
     throw Error(TQ_ERROR_UNSUPPORTED, unsupported_message(head_dim, key_bits, value_bits));
 }
 
 std::span<const tq_bit_kernels> variants() { return registry().variants; }
+
+std::vector<std::string> available_isas() {
+    std::vector<std::string> out;
+    for (int i = 0; i < kIsaCount; ++i)
+        if (usable(i)) out.emplace_back(kIsaPreference[i]);
+    return out;
+}
 
 std::vector<float> rotation_signs(int head_dim, std::uint64_t seed) {
     std::vector<float> signs(head_dim > 0 ? head_dim : 0);
@@ -118,9 +179,36 @@ extern "C" {
 
 int tq_find(int head_dim, int key_bits, int value_bits, const tq_kernels** out) {
     if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find: out is NULL");
-    const tq_kernels* t = tq::lookup(head_dim, key_bits, value_bits);
+    const tq_kernels* t = tq::lookup(tq::registry(), head_dim, key_bits, value_bits);
     if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
     *out = t;
+    return TQ_OK;
+}
+
+int tq_find_isa(const char* isa, int head_dim, int key_bits, int value_bits, const tq_kernels** out) {
+    if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find_isa: out is NULL");
+    if (!tq_isa_available(isa))
+        return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_find_isa: ISA '") + (isa ? isa : "(null)") +
+                                                          "' is not in this build or not run by this CPU");
+    const tq_kernels* t = tq::lookup(tq::registry_of(tq::isa_index(isa)), head_dim, key_bits, value_bits);
+    if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
+    *out = t;
+    return TQ_OK;
+}
+
+int tq_isa_available(const char* isa) { return tq::usable(tq::isa_index(isa)) ? 1 : 0; }
+
+const char* tq_active_isa(void) { return tq::kIsaPreference[tq::active_index().load()]; }
+
+int tq_set_isa(const char* isa) {
+    if (!isa) {
+        tq::active_index() = tq::best_usable();
+        return TQ_OK;
+    }
+    if (!tq_isa_available(isa))
+        return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_set_isa: ISA '") + isa +
+                                                          "' is not in this build or not run by this CPU");
+    tq::active_index() = tq::isa_index(isa);
     return TQ_OK;
 }
 

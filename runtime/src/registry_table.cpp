@@ -19,8 +19,8 @@ constexpr RotationEntry kRotations[] = {
     {D, B, (D) * (B) / 8, tq::codebooks::d##D##_b##B::kCentroids, tq::codebooks::d##D##_b##B::kBoundaries, \
      tq::codebooks::d##D##_b##B::kMseUnitVector, &tq::ISA::tq_encode_d##D##_b##B##__##ISA,                 \
      &tq::ISA::tq_decode_d##D##_b##B##__##ISA, &tq::ISA::tq_score_d##D##_b##B##__##ISA,                    \
-     &tq::ISA::tq_accumulate_d##D##_b##B##__##ISA, &tq::ISA::tq_pack_d##D##_b##B##__##ISA,                 \
-     &tq::ISA::tq_unpack_d##D##_b##B##__##ISA},
+     &tq::ISA::tq_accumulate_d##D##_b##B##__##ISA, &tq::scalar::tq_pack_d##D##_b##B##__scalar,             \
+     &tq::scalar::tq_unpack_d##D##_b##B##__scalar},
 constexpr tq_bit_kernels kBitKernels[] = {
 #include "kernels.inc"
 };

@@ -12,16 +12,28 @@
 extern "C" {
 #endif
 
-/* The kernels for (head_dim, key_bits, value_bits) on the best ISA this CPU
- * runs, chosen once.  On TQ_ERROR_UNSUPPORTED the message lists what the build
+/* The kernels for (head_dim, key_bits, value_bits) on the active ISA (below),
+ * each ISA's tables built once.  On TQ_ERROR_UNSUPPORTED the message lists what the build
  * has.  The table is static: never freed, safe to share between threads. */
 int tq_find(int head_dim, int key_bits, int value_bits, const tq_kernels** out);
+
+/* The ISA tq_find serves: "avx512", "avx2" or "scalar".  At first use it is
+ * the environment's TQ_ISA if that ISA is in the build and runs on this CPU,
+ * else the best one that does. */
+const char* tq_active_isa(void);
+/* Forces the ISA for later tq_find calls (tables already handed out stay valid);
+ * NULL returns to the best.  TQ_ERROR_UNSUPPORTED if not built or not runnable. */
+int tq_set_isa(const char* isa);
+/* 1 if `isa` is in this build and runs on this CPU, else 0. */
+int tq_isa_available(const char* isa);
+/* tq_find for a given ISA, whatever the active one. */
+int tq_find_isa(const char* isa, int head_dim, int key_bits, int value_bits, const tq_kernels** out);
 
 /* The rotation diagonal for a seed: signs[i] = +-1/sqrt(head_dim), the sign of
  * bit 63 of the i-th SplitMix64 output from state `seed` (docs/packed-format.md). */
 int tq_rotation_signs(int head_dim, uint64_t seed, float* signs);
 
-/* Number of (head_dim, bits) variants compiled for the chosen ISA, and each one. */
+/* Number of (head_dim, bits) variants compiled for the active ISA, and each one. */
 size_t tq_variant_count(void);
 const tq_bit_kernels* tq_variant(size_t index);
 

@@ -25,8 +25,11 @@ private:
 // (TQ_ERROR_UNSUPPORTED, listing what this build has) if it was not compiled.
 const tq_kernels& find(int head_dim, int key_bits, int value_bits);
 
-// Every compiled (head_dim, bits) variant for the chosen ISA.
+// Every compiled (head_dim, bits) variant for the active ISA.
 std::span<const tq_bit_kernels> variants();
+
+// The ISAs in this build that this CPU runs, best first.
+std::vector<std::string> available_isas();
 
 // tq_rotation_signs as a vector; throws tq::Error for an unsupported head_dim.
 std::vector<float> rotation_signs(int head_dim, std::uint64_t seed);

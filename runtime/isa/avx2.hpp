@@ -1,0 +1,146 @@
+// Building blocks of the generated AVX2 kernels (compiled with -mavx2 -mfma).
+// The same names exist in avx512.hpp: one template (templates/simd/) serves both.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace tq::avx2 {
+
+constexpr int kLanes = 8;
+using V = __m256;   // 8 floats
+using I = __m256i;  // 8 int32 levels
+
+inline V load(const float* p) { return _mm256_loadu_ps(p); }
+inline void store(float* p, V x) { _mm256_storeu_ps(p, x); }
+inline V zero() { return _mm256_setzero_ps(); }
+inline V set1(float x) { return _mm256_set1_ps(x); }
+inline V add(V a, V b) { return _mm256_add_ps(a, b); }
+inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+inline V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline float hsum(V x) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// The first three FWHT stages (butterflies 1, 2, 4 apart) inside one register,
+// in the scalar kernels' order and roundings: lane i becomes x_i + x_{i^s}
+// (bit s of i clear) or x_{i^s} - x_i (bit s set).
+inline V fwht_lanes(V x) {
+    const V s1 = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
+    const V s2 = _mm256_setr_ps(1, 1, -1, -1, 1, 1, -1, -1);
+    const V s4 = _mm256_setr_ps(1, 1, 1, 1, -1, -1, -1, -1);
+    x = _mm256_fmadd_ps(x, s1, _mm256_permute_ps(x, 0xB1));
+    x = _mm256_fmadd_ps(x, s2, _mm256_permute_ps(x, 0x4E));
+    return _mm256_fmadd_ps(x, s4, _mm256_permute2f128_ps(x, x, 0x01));
+}
+
+inline void butterfly(V& a, V& b) {
+    const V t = _mm256_add_ps(a, b);
+    b = _mm256_sub_ps(a, b);
+    a = t;
+}
+
+// Double sums in the canonical order of isa/scalar.hpp: lane k of 8 sums the
+// coordinates i = k (mod 8); here lanes 0-3 and 4-7 are two registers.
+struct Sum8 {
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    void add_products(V a, V b) {
+        lo = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_castps256_ps128(b)), lo);
+        hi = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
+                             hi);
+    }
+    double total() const {
+        alignas(32) double lanes[8];
+        _mm256_store_pd(lanes, lo);
+        _mm256_store_pd(lanes + 4, hi);
+        return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    }
+};
+
+inline V scale_in_double(V x, double s) {
+    const __m256d sd = _mm256_set1_pd(s);
+    const __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x)), sd));
+    const __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)), sd));
+    return _mm256_set_m128(hi, lo);
+}
+
+// A table of L floats for per-lane lookup by level: registers up to 16 entries
+// (two permutes and a blend on bit 3), a gather from memory beyond.
+template <int L>
+struct Table {
+    const float* data;
+    V lo, hi;
+    explicit Table(const float* t) : data(t) {
+        alignas(32) float pad[16] = {};
+        std::memcpy(pad, t, sizeof(float) * (L < 16 ? L : 16));
+        lo = _mm256_load_ps(pad);
+        hi = _mm256_load_ps(pad + 8);
+    }
+    V lookup(I idx) const {
+        if constexpr (L <= 8) {
+            return _mm256_permutevar8x32_ps(lo, idx);
+        } else if constexpr (L == 16) {
+            const V a = _mm256_permutevar8x32_ps(lo, idx), b = _mm256_permutevar8x32_ps(hi, idx);
+            return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+        } else {
+            return _mm256_i32gather_ps(data, idx, 4);
+        }
+    }
+};
+
+template <int Bits>
+inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
+    I idx = _mm256_setzero_si256();
+    for (int step = 1 << (Bits - 1); step; step >>= 1) {
+        const V b = boundaries.lookup(_mm256_add_epi32(idx, _mm256_set1_epi32(step - 1)));
+        const I ge = _mm256_castps_si256(_mm256_cmp_ps(u, b, _CMP_GE_OQ));
+        idx = _mm256_add_epi32(idx, _mm256_and_si256(ge, _mm256_set1_epi32(step)));
+    }
+    return idx;
+}
+
+template <int Bit, int Mask>
+inline I field(const uint8_t* p) {
+    I x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    if constexpr (Bit != 0) x = _mm256_srli_epi32(x, Bit);
+    if constexpr (Mask != 255) x = _mm256_and_si256(x, _mm256_set1_epi32(Mask));
+    return x;
+}
+
+template <int N, int W, int First>
+inline I small_field(const uint8_t* p) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, p, N);
+    alignas(16) std::int8_t pattern[16];
+    alignas(32) std::int32_t shifts[8];
+    for (int i = 0; i < 16; ++i) pattern[i] = static_cast<std::int8_t>(i % N);
+    for (int i = 0; i < 8; ++i) shifts[i] = (First + i / N) * W;
+    const __m128i bytes = _mm_shuffle_epi8(_mm_set1_epi64x(static_cast<long long>(word)),
+                                           _mm_load_si128(reinterpret_cast<const __m128i*>(pattern)));
+    const I x = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_load_si256(reinterpret_cast<const I*>(shifts)));
+    return _mm256_and_si256(x, _mm256_set1_epi32((1 << W) - 1));
+}
+
+template <int N>
+inline I shl(I x) { return _mm256_slli_epi32(x, N); }
+template <int N>
+inline I shr(I x) { return _mm256_srli_epi32(x, N); }
+inline I or_(I a, I b) { return _mm256_or_si256(a, b); }
+template <int Mask>
+inline I and_(I x) { return _mm256_and_si256(x, _mm256_set1_epi32(Mask)); }
+
+// Low byte of each lane to dst[0..8).
+inline void store_bytes(uint8_t* dst, I x) {
+    const I pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                    0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const I b = _mm256_shuffle_epi8(x, pick);
+    const __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), packed);
+}
+
+}  // namespace tq::avx2

@@ -1,0 +1,154 @@
+// Building blocks of the generated AVX-512 kernels (compiled with -mavx512f
+// -mavx512bw -mavx512vl -mavx512dq -mfma).  The same names exist in avx2.hpp:
+// one template (templates/simd/) serves both ISAs.
+#pragma once
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unused merge
+// source and warn -Wuninitialized once inlined (GCC bug 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace tq::avx512 {
+
+constexpr int kLanes = 16;
+using V = __m512;   // 16 floats
+using I = __m512i;  // 16 int32 levels
+
+inline V load(const float* p) { return _mm512_loadu_ps(p); }
+inline void store(float* p, V x) { _mm512_storeu_ps(p, x); }
+inline V zero() { return _mm512_setzero_ps(); }
+inline V set1(float x) { return _mm512_set1_ps(x); }
+inline V add(V a, V b) { return _mm512_add_ps(a, b); }
+inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline float hsum(V x) { return _mm512_reduce_add_ps(x); }
+
+// The first four FWHT stages (butterflies 1, 2, 4, 8 apart) inside one register,
+// in the same order and with the same roundings as the scalar kernels: lane i
+// becomes x_i + x_{i^s} (bit s of i clear) or x_{i^s} - x_i (bit s set).
+inline V fwht_lanes(V x) {
+    const V s1 = _mm512_setr_ps(1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1);
+    const V s2 = _mm512_setr_ps(1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1);
+    const V s4 = _mm512_setr_ps(1, 1, 1, 1, -1, -1, -1, -1, 1, 1, 1, 1, -1, -1, -1, -1);
+    const V s8 = _mm512_setr_ps(1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1);
+    x = _mm512_fmadd_ps(x, s1, _mm512_permute_ps(x, 0xB1));
+    x = _mm512_fmadd_ps(x, s2, _mm512_permute_ps(x, 0x4E));
+    x = _mm512_fmadd_ps(x, s4, _mm512_shuffle_f32x4(x, x, 0xB1));
+    return _mm512_fmadd_ps(x, s8, _mm512_shuffle_f32x4(x, x, 0x4E));
+}
+
+// (a, b) <- (a + b, a - b)
+inline void butterfly(V& a, V& b) {
+    const V t = _mm512_add_ps(a, b);
+    b = _mm512_sub_ps(a, b);
+    a = t;
+}
+
+// Double sums in the canonical order of isa/scalar.hpp: lane k of 8 sums the
+// coordinates i = k (mod 8); a register holds two blocks of 8, low one first.
+struct Sum8 {
+    __m512d acc = _mm512_setzero_pd();
+    void add_products(V a, V b) {
+        acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                              _mm512_cvtps_pd(_mm512_castps512_ps256(b)), acc);
+        acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))),
+                              _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))), acc);
+    }
+    double total() const {
+        alignas(64) double lanes[8];
+        _mm512_store_pd(lanes, acc);
+        return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    }
+};
+
+// float(x * s) computed in double, as scalar8 does.
+inline V scale_in_double(V x, double s) {
+    const __m512d sd = _mm512_set1_pd(s);
+    const __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(x)), sd));
+    const __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))), sd));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+// A table of L floats for per-lane lookup by level: in registers up to 32
+// entries, a gather from memory beyond.
+template <int L>
+struct Table {
+    const float* data;
+    V lo, hi;
+    explicit Table(const float* t) : data(t) {
+        alignas(64) float pad[32] = {};
+        std::memcpy(pad, t, sizeof(float) * (L < 32 ? L : 32));
+        lo = _mm512_load_ps(pad);
+        hi = _mm512_load_ps(pad + 16);
+    }
+    V lookup(I idx) const {
+        if constexpr (L <= 16) return _mm512_permutexvar_ps(idx, lo);
+        else if constexpr (L == 32) return _mm512_permutex2var_ps(lo, idx, hi);
+        else return _mm512_i32gather_ps(idx, data, 4);
+    }
+};
+
+// Level of each lane: the number of boundaries <= u, by binary search over the
+// 2^Bits-entry padded boundary table (last entry +inf, never reached).
+template <int Bits>
+inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
+    I idx = _mm512_setzero_si512();
+    for (int step = 1 << (Bits - 1); step; step >>= 1) {
+        const V b = boundaries.lookup(_mm512_add_epi32(idx, _mm512_set1_epi32(step - 1)));
+        const __mmask16 ge = _mm512_cmp_ps_mask(u, b, _CMP_GE_OQ);
+        idx = _mm512_mask_add_epi32(idx, ge, idx, _mm512_set1_epi32(step));
+    }
+    return idx;
+}
+
+// Levels from packed bytes (docs/packed-format.md).  field: a plane of at least
+// 16 bytes, lanes = bytes p[0..16) shifted right by Bit and masked.
+template <int Bit, int Mask>
+inline I field(const uint8_t* p) {
+    I x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if constexpr (Bit != 0) x = _mm512_srli_epi32(x, Bit);
+    if constexpr (Mask != 255) x = _mm512_and_si512(x, _mm512_set1_epi32(Mask));
+    return x;
+}
+
+// small_field: a plane of N < 16 bytes (N divides 16): lane i is field
+// First + i/N of byte i%N, W bits wide.
+template <int N, int W, int First>
+inline I small_field(const uint8_t* p) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, p, N);
+    alignas(16) std::int8_t pattern[16];
+    alignas(64) std::int32_t shifts[16];
+    for (int i = 0; i < 16; ++i) {
+        pattern[i] = static_cast<std::int8_t>(i % N);
+        shifts[i] = (First + i / N) * W;
+    }
+    const __m128i bytes = _mm_shuffle_epi8(_mm_set1_epi64x(static_cast<long long>(word)),
+                                           _mm_load_si128(reinterpret_cast<const __m128i*>(pattern)));
+    const I x = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(bytes), _mm512_load_si512(shifts));
+    return _mm512_and_si512(x, _mm512_set1_epi32((1 << W) - 1));
+}
+
+template <int N>
+inline I shl(I x) { return _mm512_slli_epi32(x, N); }
+template <int N>
+inline I shr(I x) { return _mm512_srli_epi32(x, N); }
+inline I or_(I a, I b) { return _mm512_or_si512(a, b); }
+template <int Mask>
+inline I and_(I x) { return _mm512_and_si512(x, _mm512_set1_epi32(Mask)); }
+
+// Low byte of each lane to dst[0..16).
+inline void store_bytes(uint8_t* dst, I x) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(x));
+}
+
+}  // namespace tq::avx512

@@ -1,0 +1,54 @@
+// One byte format for every ISA: each ISA encodes the same vectors to the same
+// bytes and scales, and decodes every other ISA's bytes alike.
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'") {
+    const auto isas = tq::available_isas();
+    MESSAGE("ISAs on this CPU: " << [&] {
+        std::string s;
+        for (const auto& i : isas) s += i + " ";
+        return s;
+    }());
+    const auto& reference_variants = tq::variants();
+    for (const tq_bit_kernels& v : reference_variants) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        constexpr int kVectors = 200;
+        const auto x = tq::test::gaussian(std::size_t(kVectors) * d, 77 + v.bits);
+        std::vector<const tq_bit_kernels*> kernels;
+        for (const auto& isa : isas) {
+            const tq_kernels* k = nullptr;
+            REQUIRE(tq_find_isa(isa.c_str(), d, v.bits, v.bits, &k) == TQ_OK);
+            kernels.push_back(k->key);
+        }
+        for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
+            CAPTURE(kind);
+            std::vector<std::vector<std::uint8_t>> codes(isas.size(), std::vector<std::uint8_t>(v.code_bytes));
+            std::vector<float> scales(isas.size());
+            for (int t = 0; t < kVectors; ++t) {
+                for (std::size_t i = 0; i < isas.size(); ++i)
+                    REQUIRE(kernels[i]->encode(signs.data(), &x[std::size_t(t) * d], kind, codes[i].data(),
+                                               &scales[i]) == TQ_OK);
+                for (std::size_t i = 1; i < isas.size(); ++i) {
+                    CAPTURE(isas[i]);
+                    REQUIRE(codes[i] == codes[0]);
+                    REQUIRE(scales[i] == scales[0]);
+                }
+                // every ISA decodes every ISA's bytes to the same vector, up to float rounding
+                std::vector<float> base(d), out(d);
+                kernels[0]->decode(signs.data(), codes[0].data(), scales[0], base.data());
+                for (std::size_t i = 0; i < isas.size(); ++i)
+                    for (std::size_t j = 0; j < isas.size(); ++j) {
+                        kernels[i]->decode(signs.data(), codes[j].data(), scales[j], out.data());
+                        REQUIRE(std::sqrt(tq::test::squared_distance(out, base) / tq::test::dot(base, base)) < 1e-6);
+                    }
+            }
+        }
+    }
+}
