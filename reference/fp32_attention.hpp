@@ -13,6 +13,9 @@ namespace tq::reference {
 void fp32_attention(const float* q, int n_q_heads, const float* keys, const float* values, std::size_t n,
                     int num_kv_heads, int head_dim, float scale, float* scores, float* out);
 
+// <a, b> over d floats with 8 independent partial sums (vectorizable as written).
+float dot(const float* a, const float* b, int d);
+
 // Cosine similarity of two float vectors (1 for two zero vectors).
 double cosine(const float* a, const float* b, std::size_t n);
 

@@ -52,38 +52,38 @@ int tq_encode_d256_b2__avx2(const float* signs, const float* x, int scale_kind, 
     V r30 = load(x + 240);
     V r31 = load(x + 248);
     Sum8 squares;
-    squares.add_products(r0, r0);
-    squares.add_products(r1, r1);
-    squares.add_products(r2, r2);
-    squares.add_products(r3, r3);
-    squares.add_products(r4, r4);
-    squares.add_products(r5, r5);
-    squares.add_products(r6, r6);
-    squares.add_products(r7, r7);
-    squares.add_products(r8, r8);
-    squares.add_products(r9, r9);
-    squares.add_products(r10, r10);
-    squares.add_products(r11, r11);
-    squares.add_products(r12, r12);
-    squares.add_products(r13, r13);
-    squares.add_products(r14, r14);
-    squares.add_products(r15, r15);
-    squares.add_products(r16, r16);
-    squares.add_products(r17, r17);
-    squares.add_products(r18, r18);
-    squares.add_products(r19, r19);
-    squares.add_products(r20, r20);
-    squares.add_products(r21, r21);
-    squares.add_products(r22, r22);
-    squares.add_products(r23, r23);
-    squares.add_products(r24, r24);
-    squares.add_products(r25, r25);
-    squares.add_products(r26, r26);
-    squares.add_products(r27, r27);
-    squares.add_products(r28, r28);
-    squares.add_products(r29, r29);
-    squares.add_products(r30, r30);
-    squares.add_products(r31, r31);
+    squares.add_products(0, r0, r0);
+    squares.add_products(1, r1, r1);
+    squares.add_products(2, r2, r2);
+    squares.add_products(3, r3, r3);
+    squares.add_products(4, r4, r4);
+    squares.add_products(5, r5, r5);
+    squares.add_products(6, r6, r6);
+    squares.add_products(7, r7, r7);
+    squares.add_products(8, r8, r8);
+    squares.add_products(9, r9, r9);
+    squares.add_products(10, r10, r10);
+    squares.add_products(11, r11, r11);
+    squares.add_products(12, r12, r12);
+    squares.add_products(13, r13, r13);
+    squares.add_products(14, r14, r14);
+    squares.add_products(15, r15, r15);
+    squares.add_products(16, r16, r16);
+    squares.add_products(17, r17, r17);
+    squares.add_products(18, r18, r18);
+    squares.add_products(19, r19, r19);
+    squares.add_products(20, r20, r20);
+    squares.add_products(21, r21, r21);
+    squares.add_products(22, r22, r22);
+    squares.add_products(23, r23, r23);
+    squares.add_products(24, r24, r24);
+    squares.add_products(25, r25, r25);
+    squares.add_products(26, r26, r26);
+    squares.add_products(27, r27, r27);
+    squares.add_products(28, r28, r28);
+    squares.add_products(29, r29, r29);
+    squares.add_products(30, r30, r30);
+    squares.add_products(31, r31, r31);
     const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
@@ -278,163 +278,163 @@ int tq_encode_d256_b2__avx2(const float* signs, const float* x, int scale_kind, 
         Sum8 uc, cc;
         {
             const V c = centroids.lookup(l0);
-            uc.add_products(r0, c);
-            cc.add_products(c, c);
+            uc.add_products(0, r0, c);
+            cc.add_products(0, c, c);
         }
         {
             const V c = centroids.lookup(l1);
-            uc.add_products(r1, c);
-            cc.add_products(c, c);
+            uc.add_products(1, r1, c);
+            cc.add_products(1, c, c);
         }
         {
             const V c = centroids.lookup(l2);
-            uc.add_products(r2, c);
-            cc.add_products(c, c);
+            uc.add_products(2, r2, c);
+            cc.add_products(2, c, c);
         }
         {
             const V c = centroids.lookup(l3);
-            uc.add_products(r3, c);
-            cc.add_products(c, c);
+            uc.add_products(3, r3, c);
+            cc.add_products(3, c, c);
         }
         {
             const V c = centroids.lookup(l4);
-            uc.add_products(r4, c);
-            cc.add_products(c, c);
+            uc.add_products(4, r4, c);
+            cc.add_products(4, c, c);
         }
         {
             const V c = centroids.lookup(l5);
-            uc.add_products(r5, c);
-            cc.add_products(c, c);
+            uc.add_products(5, r5, c);
+            cc.add_products(5, c, c);
         }
         {
             const V c = centroids.lookup(l6);
-            uc.add_products(r6, c);
-            cc.add_products(c, c);
+            uc.add_products(6, r6, c);
+            cc.add_products(6, c, c);
         }
         {
             const V c = centroids.lookup(l7);
-            uc.add_products(r7, c);
-            cc.add_products(c, c);
+            uc.add_products(7, r7, c);
+            cc.add_products(7, c, c);
         }
         {
             const V c = centroids.lookup(l8);
-            uc.add_products(r8, c);
-            cc.add_products(c, c);
+            uc.add_products(8, r8, c);
+            cc.add_products(8, c, c);
         }
         {
             const V c = centroids.lookup(l9);
-            uc.add_products(r9, c);
-            cc.add_products(c, c);
+            uc.add_products(9, r9, c);
+            cc.add_products(9, c, c);
         }
         {
             const V c = centroids.lookup(l10);
-            uc.add_products(r10, c);
-            cc.add_products(c, c);
+            uc.add_products(10, r10, c);
+            cc.add_products(10, c, c);
         }
         {
             const V c = centroids.lookup(l11);
-            uc.add_products(r11, c);
-            cc.add_products(c, c);
+            uc.add_products(11, r11, c);
+            cc.add_products(11, c, c);
         }
         {
             const V c = centroids.lookup(l12);
-            uc.add_products(r12, c);
-            cc.add_products(c, c);
+            uc.add_products(12, r12, c);
+            cc.add_products(12, c, c);
         }
         {
             const V c = centroids.lookup(l13);
-            uc.add_products(r13, c);
-            cc.add_products(c, c);
+            uc.add_products(13, r13, c);
+            cc.add_products(13, c, c);
         }
         {
             const V c = centroids.lookup(l14);
-            uc.add_products(r14, c);
-            cc.add_products(c, c);
+            uc.add_products(14, r14, c);
+            cc.add_products(14, c, c);
         }
         {
             const V c = centroids.lookup(l15);
-            uc.add_products(r15, c);
-            cc.add_products(c, c);
+            uc.add_products(15, r15, c);
+            cc.add_products(15, c, c);
         }
         {
             const V c = centroids.lookup(l16);
-            uc.add_products(r16, c);
-            cc.add_products(c, c);
+            uc.add_products(16, r16, c);
+            cc.add_products(16, c, c);
         }
         {
             const V c = centroids.lookup(l17);
-            uc.add_products(r17, c);
-            cc.add_products(c, c);
+            uc.add_products(17, r17, c);
+            cc.add_products(17, c, c);
         }
         {
             const V c = centroids.lookup(l18);
-            uc.add_products(r18, c);
-            cc.add_products(c, c);
+            uc.add_products(18, r18, c);
+            cc.add_products(18, c, c);
         }
         {
             const V c = centroids.lookup(l19);
-            uc.add_products(r19, c);
-            cc.add_products(c, c);
+            uc.add_products(19, r19, c);
+            cc.add_products(19, c, c);
         }
         {
             const V c = centroids.lookup(l20);
-            uc.add_products(r20, c);
-            cc.add_products(c, c);
+            uc.add_products(20, r20, c);
+            cc.add_products(20, c, c);
         }
         {
             const V c = centroids.lookup(l21);
-            uc.add_products(r21, c);
-            cc.add_products(c, c);
+            uc.add_products(21, r21, c);
+            cc.add_products(21, c, c);
         }
         {
             const V c = centroids.lookup(l22);
-            uc.add_products(r22, c);
-            cc.add_products(c, c);
+            uc.add_products(22, r22, c);
+            cc.add_products(22, c, c);
         }
         {
             const V c = centroids.lookup(l23);
-            uc.add_products(r23, c);
-            cc.add_products(c, c);
+            uc.add_products(23, r23, c);
+            cc.add_products(23, c, c);
         }
         {
             const V c = centroids.lookup(l24);
-            uc.add_products(r24, c);
-            cc.add_products(c, c);
+            uc.add_products(24, r24, c);
+            cc.add_products(24, c, c);
         }
         {
             const V c = centroids.lookup(l25);
-            uc.add_products(r25, c);
-            cc.add_products(c, c);
+            uc.add_products(25, r25, c);
+            cc.add_products(25, c, c);
         }
         {
             const V c = centroids.lookup(l26);
-            uc.add_products(r26, c);
-            cc.add_products(c, c);
+            uc.add_products(26, r26, c);
+            cc.add_products(26, c, c);
         }
         {
             const V c = centroids.lookup(l27);
-            uc.add_products(r27, c);
-            cc.add_products(c, c);
+            uc.add_products(27, r27, c);
+            cc.add_products(27, c, c);
         }
         {
             const V c = centroids.lookup(l28);
-            uc.add_products(r28, c);
-            cc.add_products(c, c);
+            uc.add_products(28, r28, c);
+            cc.add_products(28, c, c);
         }
         {
             const V c = centroids.lookup(l29);
-            uc.add_products(r29, c);
-            cc.add_products(c, c);
+            uc.add_products(29, r29, c);
+            cc.add_products(29, c, c);
         }
         {
             const V c = centroids.lookup(l30);
-            uc.add_products(r30, c);
-            cc.add_products(c, c);
+            uc.add_products(30, r30, c);
+            cc.add_products(30, c, c);
         }
         {
             const V c = centroids.lookup(l31);
-            uc.add_products(r31, c);
-            cc.add_products(c, c);
+            uc.add_products(31, r31, c);
+            cc.add_products(31, c, c);
         }
         s = norm * uc.total() / cc.total();  // > 0: no centroid is 0
     }

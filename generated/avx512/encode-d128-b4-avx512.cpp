@@ -28,14 +28,14 @@ int tq_encode_d128_b4__avx512(const float* signs, const float* x, int scale_kind
     V r6 = load(x + 96);
     V r7 = load(x + 112);
     Sum8 squares;
-    squares.add_products(r0, r0);
-    squares.add_products(r1, r1);
-    squares.add_products(r2, r2);
-    squares.add_products(r3, r3);
-    squares.add_products(r4, r4);
-    squares.add_products(r5, r5);
-    squares.add_products(r6, r6);
-    squares.add_products(r7, r7);
+    squares.add_products(0, r0, r0);
+    squares.add_products(1, r1, r1);
+    squares.add_products(2, r2, r2);
+    squares.add_products(3, r3, r3);
+    squares.add_products(4, r4, r4);
+    squares.add_products(5, r5, r5);
+    squares.add_products(6, r6, r6);
+    squares.add_products(7, r7, r7);
     const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
@@ -88,43 +88,43 @@ int tq_encode_d128_b4__avx512(const float* signs, const float* x, int scale_kind
         Sum8 uc, cc;
         {
             const V c = centroids.lookup(l0);
-            uc.add_products(r0, c);
-            cc.add_products(c, c);
+            uc.add_products(0, r0, c);
+            cc.add_products(0, c, c);
         }
         {
             const V c = centroids.lookup(l1);
-            uc.add_products(r1, c);
-            cc.add_products(c, c);
+            uc.add_products(1, r1, c);
+            cc.add_products(1, c, c);
         }
         {
             const V c = centroids.lookup(l2);
-            uc.add_products(r2, c);
-            cc.add_products(c, c);
+            uc.add_products(2, r2, c);
+            cc.add_products(2, c, c);
         }
         {
             const V c = centroids.lookup(l3);
-            uc.add_products(r3, c);
-            cc.add_products(c, c);
+            uc.add_products(3, r3, c);
+            cc.add_products(3, c, c);
         }
         {
             const V c = centroids.lookup(l4);
-            uc.add_products(r4, c);
-            cc.add_products(c, c);
+            uc.add_products(4, r4, c);
+            cc.add_products(4, c, c);
         }
         {
             const V c = centroids.lookup(l5);
-            uc.add_products(r5, c);
-            cc.add_products(c, c);
+            uc.add_products(5, r5, c);
+            cc.add_products(5, c, c);
         }
         {
             const V c = centroids.lookup(l6);
-            uc.add_products(r6, c);
-            cc.add_products(c, c);
+            uc.add_products(6, r6, c);
+            cc.add_products(6, c, c);
         }
         {
             const V c = centroids.lookup(l7);
-            uc.add_products(r7, c);
-            cc.add_products(c, c);
+            uc.add_products(7, r7, c);
+            cc.add_products(7, c, c);
         }
         s = norm * uc.total() / cc.total();  // > 0: no centroid is 0
     }

@@ -36,22 +36,22 @@ int tq_encode_d256_b3__avx512(const float* signs, const float* x, int scale_kind
     V r14 = load(x + 224);
     V r15 = load(x + 240);
     Sum8 squares;
-    squares.add_products(r0, r0);
-    squares.add_products(r1, r1);
-    squares.add_products(r2, r2);
-    squares.add_products(r3, r3);
-    squares.add_products(r4, r4);
-    squares.add_products(r5, r5);
-    squares.add_products(r6, r6);
-    squares.add_products(r7, r7);
-    squares.add_products(r8, r8);
-    squares.add_products(r9, r9);
-    squares.add_products(r10, r10);
-    squares.add_products(r11, r11);
-    squares.add_products(r12, r12);
-    squares.add_products(r13, r13);
-    squares.add_products(r14, r14);
-    squares.add_products(r15, r15);
+    squares.add_products(0, r0, r0);
+    squares.add_products(1, r1, r1);
+    squares.add_products(2, r2, r2);
+    squares.add_products(3, r3, r3);
+    squares.add_products(4, r4, r4);
+    squares.add_products(5, r5, r5);
+    squares.add_products(6, r6, r6);
+    squares.add_products(7, r7, r7);
+    squares.add_products(8, r8, r8);
+    squares.add_products(9, r9, r9);
+    squares.add_products(10, r10, r10);
+    squares.add_products(11, r11, r11);
+    squares.add_products(12, r12, r12);
+    squares.add_products(13, r13, r13);
+    squares.add_products(14, r14, r14);
+    squares.add_products(15, r15, r15);
     const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
@@ -149,83 +149,83 @@ int tq_encode_d256_b3__avx512(const float* signs, const float* x, int scale_kind
         Sum8 uc, cc;
         {
             const V c = centroids.lookup(l0);
-            uc.add_products(r0, c);
-            cc.add_products(c, c);
+            uc.add_products(0, r0, c);
+            cc.add_products(0, c, c);
         }
         {
             const V c = centroids.lookup(l1);
-            uc.add_products(r1, c);
-            cc.add_products(c, c);
+            uc.add_products(1, r1, c);
+            cc.add_products(1, c, c);
         }
         {
             const V c = centroids.lookup(l2);
-            uc.add_products(r2, c);
-            cc.add_products(c, c);
+            uc.add_products(2, r2, c);
+            cc.add_products(2, c, c);
         }
         {
             const V c = centroids.lookup(l3);
-            uc.add_products(r3, c);
-            cc.add_products(c, c);
+            uc.add_products(3, r3, c);
+            cc.add_products(3, c, c);
         }
         {
             const V c = centroids.lookup(l4);
-            uc.add_products(r4, c);
-            cc.add_products(c, c);
+            uc.add_products(4, r4, c);
+            cc.add_products(4, c, c);
         }
         {
             const V c = centroids.lookup(l5);
-            uc.add_products(r5, c);
-            cc.add_products(c, c);
+            uc.add_products(5, r5, c);
+            cc.add_products(5, c, c);
         }
         {
             const V c = centroids.lookup(l6);
-            uc.add_products(r6, c);
-            cc.add_products(c, c);
+            uc.add_products(6, r6, c);
+            cc.add_products(6, c, c);
         }
         {
             const V c = centroids.lookup(l7);
-            uc.add_products(r7, c);
-            cc.add_products(c, c);
+            uc.add_products(7, r7, c);
+            cc.add_products(7, c, c);
         }
         {
             const V c = centroids.lookup(l8);
-            uc.add_products(r8, c);
-            cc.add_products(c, c);
+            uc.add_products(8, r8, c);
+            cc.add_products(8, c, c);
         }
         {
             const V c = centroids.lookup(l9);
-            uc.add_products(r9, c);
-            cc.add_products(c, c);
+            uc.add_products(9, r9, c);
+            cc.add_products(9, c, c);
         }
         {
             const V c = centroids.lookup(l10);
-            uc.add_products(r10, c);
-            cc.add_products(c, c);
+            uc.add_products(10, r10, c);
+            cc.add_products(10, c, c);
         }
         {
             const V c = centroids.lookup(l11);
-            uc.add_products(r11, c);
-            cc.add_products(c, c);
+            uc.add_products(11, r11, c);
+            cc.add_products(11, c, c);
         }
         {
             const V c = centroids.lookup(l12);
-            uc.add_products(r12, c);
-            cc.add_products(c, c);
+            uc.add_products(12, r12, c);
+            cc.add_products(12, c, c);
         }
         {
             const V c = centroids.lookup(l13);
-            uc.add_products(r13, c);
-            cc.add_products(c, c);
+            uc.add_products(13, r13, c);
+            cc.add_products(13, c, c);
         }
         {
             const V c = centroids.lookup(l14);
-            uc.add_products(r14, c);
-            cc.add_products(c, c);
+            uc.add_products(14, r14, c);
+            cc.add_products(14, c, c);
         }
         {
             const V c = centroids.lookup(l15);
-            uc.add_products(r15, c);
-            cc.add_products(c, c);
+            uc.add_products(15, r15, c);
+            cc.add_products(15, c, c);
         }
         s = norm * uc.total() / cc.total();  // > 0: no centroid is 0
     }

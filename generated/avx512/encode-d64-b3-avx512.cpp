@@ -24,10 +24,10 @@ int tq_encode_d64_b3__avx512(const float* signs, const float* x, int scale_kind,
     V r2 = load(x + 32);
     V r3 = load(x + 48);
     Sum8 squares;
-    squares.add_products(r0, r0);
-    squares.add_products(r1, r1);
-    squares.add_products(r2, r2);
-    squares.add_products(r3, r3);
+    squares.add_products(0, r0, r0);
+    squares.add_products(1, r1, r1);
+    squares.add_products(2, r2, r2);
+    squares.add_products(3, r3, r3);
     const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
@@ -59,23 +59,23 @@ int tq_encode_d64_b3__avx512(const float* signs, const float* x, int scale_kind,
         Sum8 uc, cc;
         {
             const V c = centroids.lookup(l0);
-            uc.add_products(r0, c);
-            cc.add_products(c, c);
+            uc.add_products(0, r0, c);
+            cc.add_products(0, c, c);
         }
         {
             const V c = centroids.lookup(l1);
-            uc.add_products(r1, c);
-            cc.add_products(c, c);
+            uc.add_products(1, r1, c);
+            cc.add_products(1, c, c);
         }
         {
             const V c = centroids.lookup(l2);
-            uc.add_products(r2, c);
-            cc.add_products(c, c);
+            uc.add_products(2, r2, c);
+            cc.add_products(2, c, c);
         }
         {
             const V c = centroids.lookup(l3);
-            uc.add_products(r3, c);
-            cc.add_products(c, c);
+            uc.add_products(3, r3, c);
+            cc.add_products(3, c, c);
         }
         s = norm * uc.total() / cc.total();  // > 0: no centroid is 0
     }

@@ -22,16 +22,16 @@ void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 int tq_encode_d64_b2__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d64_b2;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
-    double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    accumulate_squares8(lanes, x + 0);
-    accumulate_squares8(lanes, x + 8);
-    accumulate_squares8(lanes, x + 16);
-    accumulate_squares8(lanes, x + 24);
-    accumulate_squares8(lanes, x + 32);
-    accumulate_squares8(lanes, x + 40);
-    accumulate_squares8(lanes, x + 48);
-    accumulate_squares8(lanes, x + 56);
-    const double ss = sum8(lanes);
+    Sum8 squares;
+    squares.add_products(0, x + 0, x + 0);
+    squares.add_products(1, x + 8, x + 8);
+    squares.add_products(2, x + 16, x + 16);
+    squares.add_products(3, x + 24, x + 24);
+    squares.add_products(4, x + 32, x + 32);
+    squares.add_products(5, x + 40, x + 40);
+    squares.add_products(6, x + 48, x + 48);
+    squares.add_products(7, x + 56, x + 56);
+    const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
     if (norm > FLT_MAX) return TQ_ERROR_RANGE;
@@ -57,16 +57,33 @@ int tq_encode_d64_b2__scalar(const float* signs, const float* x, int scale_kind,
     bucketize8<2>(lv + 56, u + 56, cb::kBoundaries);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        double uc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, cc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        accumulate_dot_and_norm8(uc, cc, u + 0, lv + 0, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 8, lv + 8, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 16, lv + 16, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 24, lv + 24, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 32, lv + 32, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 40, lv + 40, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 48, lv + 48, cb::kCentroids);
-        accumulate_dot_and_norm8(uc, cc, u + 56, lv + 56, cb::kCentroids);
-        s = norm * sum8(uc) / sum8(cc);  // > 0: no centroid is 0
+        Sum8 uc, cc;
+        float c[8];
+        lookup8(c, lv + 0, cb::kCentroids);
+        uc.add_products(0, u + 0, c);
+        cc.add_products(0, c, c);
+        lookup8(c, lv + 8, cb::kCentroids);
+        uc.add_products(1, u + 8, c);
+        cc.add_products(1, c, c);
+        lookup8(c, lv + 16, cb::kCentroids);
+        uc.add_products(2, u + 16, c);
+        cc.add_products(2, c, c);
+        lookup8(c, lv + 24, cb::kCentroids);
+        uc.add_products(3, u + 24, c);
+        cc.add_products(3, c, c);
+        lookup8(c, lv + 32, cb::kCentroids);
+        uc.add_products(4, u + 32, c);
+        cc.add_products(4, c, c);
+        lookup8(c, lv + 40, cb::kCentroids);
+        uc.add_products(5, u + 40, c);
+        cc.add_products(5, c, c);
+        lookup8(c, lv + 48, cb::kCentroids);
+        uc.add_products(6, u + 48, c);
+        cc.add_products(6, c, c);
+        lookup8(c, lv + 56, cb::kCentroids);
+        uc.add_products(7, u + 56, c);
+        cc.add_products(7, c, c);
+        s = norm * uc.total() / cc.total();  // > 0: no centroid is 0
     }
     code[0] = static_cast<uint8_t>((lv[0] & 3) | ((lv[16] & 3) << 2) | ((lv[32] & 3) << 4) | ((lv[48] & 3) << 6));
     code[1] = static_cast<uint8_t>((lv[1] & 3) | ((lv[17] & 3) << 2) | ((lv[33] & 3) << 4) | ((lv[49] & 3) << 6));

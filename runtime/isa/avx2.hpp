@@ -45,20 +45,23 @@ inline void butterfly(V& a, V& b) {
     a = t;
 }
 
-// Double sums in the canonical order of isa/scalar.hpp: lane k of 8 sums the
-// coordinates i = k (mod 8); here lanes 0-3 and 4-7 are two registers.
+// Double sums in the canonical order of isa/scalar.hpp (Sum8): register i is
+// block i and feeds chain i % 4; lanes 0-3 and 4-7 live in two registers.
 struct Sum8 {
-    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
-    void add_products(V a, V b) {
-        lo = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_castps256_ps128(b)), lo);
-        hi = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
-                             hi);
+    __m256d lo[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+    __m256d hi[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+    void add_products(int reg, V a, V b) {
+        const int c = reg % 4;
+        lo[c] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_castps256_ps128(b)),
+                                lo[c]);
+        hi[c] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
+                                hi[c]);
     }
     double total() const {
-        alignas(32) double lanes[8];
-        _mm256_store_pd(lanes, lo);
-        _mm256_store_pd(lanes + 4, hi);
-        return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        alignas(32) double lane[8];
+        _mm256_store_pd(lane, _mm256_add_pd(_mm256_add_pd(lo[0], lo[1]), _mm256_add_pd(lo[2], lo[3])));
+        _mm256_store_pd(lane + 4, _mm256_add_pd(_mm256_add_pd(hi[0], hi[1]), _mm256_add_pd(hi[2], hi[3])));
+        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     }
 };
 

@@ -52,20 +52,22 @@ inline void butterfly(V& a, V& b) {
     a = t;
 }
 
-// Double sums in the canonical order of isa/scalar.hpp: lane k of 8 sums the
-// coordinates i = k (mod 8); a register holds two blocks of 8, low one first.
+// Double sums in the canonical order of isa/scalar.hpp (Sum8): register i holds
+// blocks 2i and 2i+1, which feed chains 2i % 4 and (2i+1) % 4.
 struct Sum8 {
-    __m512d acc = _mm512_setzero_pd();
-    void add_products(V a, V b) {
-        acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                              _mm512_cvtps_pd(_mm512_castps512_ps256(b)), acc);
-        acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))),
-                              _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))), acc);
+    __m512d chain[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+    void add_products(int reg, V a, V b) {
+        const int lo = (2 * reg) % 4, hi = (2 * reg + 1) % 4;
+        chain[lo] = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                                    _mm512_cvtps_pd(_mm512_castps512_ps256(b)), chain[lo]);
+        chain[hi] = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))),
+                                    _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))),
+                                    chain[hi]);
     }
     double total() const {
-        alignas(64) double lanes[8];
-        _mm512_store_pd(lanes, acc);
-        return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        alignas(64) double lane[8];
+        _mm512_store_pd(lane, _mm512_add_pd(_mm512_add_pd(chain[0], chain[1]), _mm512_add_pd(chain[2], chain[3])));
+        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     }
 };
 

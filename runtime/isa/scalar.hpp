@@ -18,15 +18,22 @@ inline void scale8(float* dst, const float* src, double s) {
 }
 
 // The canonical order of the double sums in encode (norm, least-squares scale),
-// which every ISA reproduces so that all write the same bytes: lane k sums the
-// coordinates i = k (mod 8) in ascending order, then sum8 adds the lanes as a tree.
-inline void accumulate_squares8(double* acc, const float* x) {
-    for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(x[k]) * x[k];
-}
-
-inline double sum8(const double* acc) {
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
+// which every ISA reproduces so that all write the same bytes.  Coordinates come
+// in blocks of 8; block j feeds chain j % 4, in which lane k sums the block's
+// coordinate k in ascending block order.  Then lanes combine across chains as
+// (c0 + c1) + (c2 + c3), and the 8 lanes as a tree.  Four chains keep the
+// additions' latency from serializing the kernel.
+struct Sum8 {
+    double chain[4][8] = {};
+    void add_products(int block, const float* a, const float* b) {
+        for (int k = 0; k < 8; ++k) chain[block % 4][k] += static_cast<double>(a[k]) * b[k];
+    }
+    double total() const {
+        double lane[8];
+        for (int k = 0; k < 8; ++k) lane[k] = (chain[0][k] + chain[1][k]) + (chain[2][k] + chain[3][k]);
+        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    }
+};
 
 // dst = H_8 src, the first three butterfly stages (1, 2, 4 apart); dst may alias src.
 inline void fwht8(float* dst, const float* src) {
@@ -63,14 +70,9 @@ inline void bucketize8(uint8_t* level, const float* u, const float* boundaries) 
     }
 }
 
-// uc += <u, c[level]>, cc += |c[level]|^2 per lane (for the least-squares scale).
-inline void accumulate_dot_and_norm8(double* uc, double* cc, const float* u, const uint8_t* level,
-                                     const float* centroids) {
-    for (int k = 0; k < 8; ++k) {
-        const double c = centroids[level[k]];
-        uc[k] += u[k] * c;
-        cc[k] += c * c;
-    }
+// c[k] = centroids[level[k]] for one block.
+inline void lookup8(float* c, const uint8_t* level, const float* centroids) {
+    for (int k = 0; k < 8; ++k) c[k] = centroids[level[k]];
 }
 
 }  // namespace tq::scalar

@@ -1,0 +1,282 @@
+// tq-bench: the kernels against their baselines, per ISA, as ratios measured in
+// one run (Google Benchmark).  Prints Google Benchmark's table, then the summary
+// of docs/benchmarks.md: each figure, its baseline, the ratio and the target.
+#include "baselines.hpp"
+
+#include "turboquant/registry.hpp"
+#include "turboquant/turboquant.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kDim = 128;
+constexpr int kHeads = 16;
+constexpr std::size_t kDramKeys = 1 << 20, kCachedKeys = 4096;
+constexpr int kSeqs[] = {2048, 8192, 32768};
+
+// Cheap deterministic fill (xorshift), uniform in [-1, 1).
+void fill(std::vector<float>& v, std::uint64_t seed) {
+    std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& x : v) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        x = float(s >> 40) / float(1 << 23) - 1.0f;
+    }
+}
+
+const tq_kernels& kernels(const std::string& isa, int kb, int vb) {
+    const tq_kernels* k = nullptr;
+    if (tq_find_isa(isa.c_str(), kDim, kb, vb, &k) != TQ_OK) throw std::runtime_error(tq_last_error());
+    return *k;
+}
+
+struct Vectors {
+    std::vector<float> signs = tq::rotation_signs(kDim, 1), x, q;
+    Vectors() : x(kDim), q(kDim) {
+        fill(x, 2);
+        fill(q, 3);
+    }
+};
+const Vectors& vectors() {
+    static const Vectors v;
+    return v;
+}
+
+// n packed K4 keys (and their scales) encoded by `isa`.
+struct PackedKeys {
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales, plain;  // plain: the uncompressed keys (only for the cached set)
+};
+const PackedKeys& packed_keys(const std::string& isa, std::size_t n) {
+    static std::map<std::pair<std::string, std::size_t>, std::unique_ptr<PackedKeys>> all;
+    auto& slot = all[{isa, n}];
+    if (!slot) {
+        const auto& k = *kernels(isa, 4, 4).key;
+        slot = std::make_unique<PackedKeys>();
+        slot->codes.resize(n * k.code_bytes);
+        slot->scales.resize(n);
+        std::vector<float> x(std::size_t(kDim) * (n <= kCachedKeys ? n : 1));
+        fill(x, 4);
+        for (std::size_t t = 0; t < n; ++t)
+            k.encode(vectors().signs.data(), &x[(n <= kCachedKeys ? t : 0) * kDim], TQ_SCALE_LEAST_SQUARES,
+                     &slot->codes[t * k.code_bytes], &slot->scales[t]);
+        if (n <= kCachedKeys) slot->plain = std::move(x);
+    }
+    return *slot;
+}
+
+// A K4/V2 cache of one layer, 16 KV heads and `seq` positions, with the FP32 copy.
+struct DecodeSetup {
+    fa_tq_state* state = nullptr;
+    fa_tq_cache* cache = nullptr;
+    std::vector<float> keys, values, q, k, v, out, scores;
+    ~DecodeSetup() {
+        fa_tq_cache_free(cache);
+        fa_tq_free(state);
+    }
+};
+const std::vector<float>& fp32_history(int seq, int which) {
+    static std::map<std::pair<int, int>, std::vector<float>> all;
+    auto& v = all[{seq, which}];
+    if (v.empty()) {
+        v.resize(std::size_t(seq) * kHeads * kDim);
+        fill(v, 10 + which);
+    }
+    return v;
+}
+DecodeSetup& decode_setup(const std::string& isa, int seq) {
+    static std::map<std::pair<std::string, int>, std::unique_ptr<DecodeSetup>> all;
+    auto& slot = all[{isa, seq}];
+    if (!slot) {
+        slot = std::make_unique<DecodeSetup>();
+        DecodeSetup& s = *slot;
+        tq_set_isa(isa.c_str());
+        s.state = fa_tq_init(kDim, fa_tq_config{4, 2, FA_TQ_SCALE_DEFAULT}, 1);
+        tq_set_isa(nullptr);
+        s.cache = fa_tq_cache_new(s.state, 1, kHeads, seq);
+        const auto& keys = fp32_history(seq, 0);
+        const auto& values = fp32_history(seq, 1);
+        for (int t = 0; t < seq; ++t) {
+            fa_tq_quantize(s.state, s.cache, 0, t, &keys[std::size_t(t) * kHeads * kDim], true);
+            fa_tq_quantize(s.state, s.cache, 0, t, &values[std::size_t(t) * kHeads * kDim], false);
+        }
+        s.q.resize(kHeads * kDim);
+        s.k.resize(kHeads * kDim);
+        s.v.resize(kHeads * kDim);
+        s.out.resize(kHeads * kDim);
+        s.scores.resize(seq);
+        fill(s.q, 20);
+        fill(s.k, 21);
+        fill(s.v, 22);
+    }
+    return *slot;
+}
+
+void register_isa(const std::string& isa) {
+    using benchmark::State;
+    const tq::bench::Baselines& base = tq::bench::baselines_for(isa);
+    const std::string p = isa + "/";
+
+    // 1. rotate, one vector in L1
+    benchmark::RegisterBenchmark((p + "rotate/naive").c_str(), [&base](State& st) {
+        std::vector<float> out(kDim);
+        for (auto _ : st) {
+            base.naive_rotate(vectors().signs.data(), vectors().x.data(), out.data(), kDim);
+            benchmark::DoNotOptimize(out.data());
+        }
+    });
+    benchmark::RegisterBenchmark((p + "rotate/tq").c_str(), [isa](State& st) {
+        const auto& k = kernels(isa, 4, 4);
+        std::vector<float> out(kDim);
+        for (auto _ : st) {
+            k.rotate(vectors().signs.data(), vectors().x.data(), out.data());
+            benchmark::DoNotOptimize(out.data());
+        }
+    });
+    // 2. encode K4 (rotate + norm + bucketize + pack)
+    benchmark::RegisterBenchmark((p + "encode_k4/tq").c_str(), [isa](State& st) {
+        const auto& k = *kernels(isa, 4, 4).key;
+        std::vector<std::uint8_t> code(k.code_bytes);
+        float scale = 0;
+        for (auto _ : st) {
+            k.encode(vectors().signs.data(), vectors().x.data(), TQ_SCALE_LEAST_SQUARES, code.data(), &scale);
+            benchmark::DoNotOptimize(code.data());
+        }
+    });
+    // 3. score K4: 1M keys from DRAM against a streaming read of the same bytes; 4096 cached keys against FP32 dots
+    for (std::size_t n : {kDramKeys, kCachedKeys}) {
+        const std::string tag = n == kDramKeys ? "score_k4_dram/" : "score_k4_cached/";
+        benchmark::RegisterBenchmark((p + tag + "tq").c_str(), [isa, n](State& st) {
+            const auto& k = *kernels(isa, 4, 4).key;
+            const PackedKeys& keys = packed_keys(isa, n);
+            std::vector<float> out(n);
+            for (auto _ : st) {
+                k.score(vectors().q.data(), keys.codes.data(), keys.scales.data(), n, out.data());
+                benchmark::DoNotOptimize(out.data());
+            }
+            st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(keys.codes.size() + 4 * n));
+        });
+    }
+    benchmark::RegisterBenchmark((p + "score_k4_dram/stream").c_str(), [isa, &base](State& st) {
+        const PackedKeys& keys = packed_keys(isa, kDramKeys);
+        static std::vector<float> same_bytes;  // as many bytes as codes + scales
+        if (same_bytes.empty()) {
+            same_bytes.resize((keys.codes.size() + 4 * kDramKeys) / 4);
+            fill(same_bytes, 5);
+        }
+        for (auto _ : st) benchmark::DoNotOptimize(base.stream_sum(same_bytes.data(), same_bytes.size()));
+        st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(same_bytes.size() * 4));
+    });
+    benchmark::RegisterBenchmark((p + "score_k4_cached/fp32").c_str(), [isa, &base](State& st) {
+        const PackedKeys& keys = packed_keys(isa, kCachedKeys);
+        std::vector<float> out(kCachedKeys);
+        for (auto _ : st) {
+            base.fp32_dots(vectors().q.data(), keys.plain.data(), kCachedKeys, kDim, out.data());
+            benchmark::DoNotOptimize(out.data());
+        }
+    });
+    // 4. decode attention K4/V2, 16 KV heads: one token's quantize + attention vs FP32 append + attention
+    for (int seq : kSeqs) {
+        const std::string tag = "attention_" + std::to_string(seq) + "/";
+        benchmark::RegisterBenchmark((p + tag + "tq").c_str(), [isa, seq](State& st) {
+            DecodeSetup& s = decode_setup(isa, seq);
+            for (auto _ : st)
+                fa_tq_attention(s.state, s.cache, 0, seq - 1, s.q.data(), kHeads, s.k.data(), s.v.data(), 0,
+                                s.out.data());
+        })->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((p + tag + "fp32").c_str(), [isa, seq, &base](State& st) {
+            DecodeSetup& s = decode_setup(isa, seq);
+            auto& keys = const_cast<std::vector<float>&>(fp32_history(seq, 0));
+            auto& values = const_cast<std::vector<float>&>(fp32_history(seq, 1));
+            const std::size_t last = std::size_t(seq - 1) * kHeads * kDim;
+            for (auto _ : st) {
+                std::copy(s.k.begin(), s.k.end(), keys.begin() + last);
+                std::copy(s.v.begin(), s.v.end(), values.begin() + last);
+                base.fp32_attention(s.q.data(), kHeads, keys.data(), values.data(), seq, kHeads, kDim,
+                                    1 / std::sqrt(float(kDim)), s.scores.data(), s.out.data());
+            }
+        })->Unit(benchmark::kMicrosecond);
+    }
+}
+
+// Keeps every run's time (ns per iteration) for the summary.
+class Collector : public benchmark::ConsoleReporter {
+public:
+    std::map<std::string, double> ns;
+    void ReportRuns(const std::vector<Run>& runs) override {
+        for (const Run& r : runs)
+            ns[r.benchmark_name()] = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit) * 1e9;
+        ConsoleReporter::ReportRuns(runs);
+    }
+};
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "unknown CPU";
+}
+
+void summary(const std::map<std::string, double>& ns, const std::vector<std::string>& isas) {
+    auto get = [&](const std::string& name) {
+        const auto it = ns.find(name);
+        return it == ns.end() ? NAN : it->second;
+    };
+    std::printf("\nSummary (d=128, single thread; %s; %s)\n", cpu_model().c_str(), "g++ " __VERSION__);
+    std::printf("%-7s %-44s %12s %12s %9s %9s %s\n", "ISA", "figure", "ours", "baseline", "ratio", "target", "met");
+    for (const auto& isa : isas) {
+        const std::string p = isa + "/";
+        auto row = [&](const char* figure, double ours, double baseline, double ratio, const char* unit, double target,
+                       bool at_least) {
+            const bool met = at_least ? ratio >= target : ratio <= target;
+            std::printf("%-7s %-44s %10.2f%-2s %10.2f%-2s %8.2fx %s%7.2fx %s\n", isa.c_str(), figure, ours, unit,
+                        baseline, unit, ratio, at_least ? ">=" : "<=", target,
+                        std::isnan(ratio) ? "-" : (met ? "yes" : "NO"));
+        };
+        const double rot = get(p + "rotate/tq"), naive = get(p + "rotate/naive");
+        row("1 rotate vs spec's naive fwht (ns)", rot, naive, naive / rot, "ns", 10, true);
+        const double enc = get(p + "encode_k4/tq");
+        row("2 encode K4 / rotate (ns)", enc, rot, enc / rot, "ns", 3, false);
+        const double bytes = double(kDramKeys) * (kDim * 4 / 8 + 4);
+        const double dram = get(p + "score_k4_dram/tq"), stream = get(p + "score_k4_dram/stream");
+        row("3a score K4 1M keys, bandwidth vs stream (GB/s)", bytes / dram, bytes / stream, stream / dram, "", 0.7,
+            true);
+        const double cached = get(p + "score_k4_cached/tq"), dots = get(p + "score_k4_cached/fp32");
+        row("3b score K4 4096 keys vs FP32 dots (us)", cached / 1e3, dots / 1e3, dots / cached, "us", 3, true);
+        for (int seq : kSeqs) {
+            const std::string tag = p + "attention_" + std::to_string(seq) + "/";
+            const std::string figure = "4 decode attention K4/V2 16 heads, " + std::to_string(seq) + " (us)";
+            const double t = get(tag + "tq"), f = get(tag + "fp32");
+            row(figure.c_str(), t / 1e3, f / 1e3, f / t, "us", seq == 32768 ? 5 : 1, true);
+        }
+        std::printf("%-7s %-44s %10.2fns %10.2fns   (ggml Q4_0 row dot, DRAM, issue #4's figure)\n", isa.c_str(),
+                    "5 score K4 per key from DRAM", dram / kDramKeys, 13.0);
+        std::printf("%-7s %-44s %10.2fns %10.2fns   (ggml Q4_0 row dot, cache-resident)\n", isa.c_str(),
+                    "5 score K4 per key, cache-resident", cached / kCachedKeys, 8.5);
+        std::printf("%-7s %-44s %10.2fns %10.2fns   (ggml Q4_0 row quantize)\n", isa.c_str(), "5 encode K4 per vector",
+                    enc, 265.0);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    const std::vector<std::string> isas = tq::available_isas();
+    for (const auto& isa : isas) register_isa(isa);
+    Collector collector;
+    benchmark::RunSpecifiedBenchmarks(&collector);
+    summary(collector.ns, isas);
+    benchmark::Shutdown();
+    return 0;
+}
