@@ -87,3 +87,25 @@ def simd_pack_stmts(head_dim: int, bits: int, lanes: int, regs: str, levels: str
 def needs_level_array(head_dim: int, bits: int, lanes: int) -> bool:
     """Whether simd_pack_stmts reads the level array (some plane is narrower than a register)."""
     return any(p.nbytes % lanes for p in planes(head_dim, bits))
+
+
+def dword_lanes(head_dim: int, bits: int, lanes: int):
+    """A faster unpacking for single-plane widths (1, 2, 4, 8 bits) whose plane
+    tiles whole registers of 4*lanes bytes: load a register of dwords, and each
+    field position s of a dword gives one register of levels by a shift and a
+    mask, with no byte widening.  Lane w of group (m, s) then holds a coordinate
+    other than the natural order: the fused kernels permute the query (score) or
+    the accumulator (accumulate) once per call to match.  Returns the groups
+    [{reg, shift, mask, coords}] (mask None when the field ends the dword), or
+    None where this does not apply."""
+    (p, *rest) = planes(head_dim, bits)
+    chunk = 4 * lanes
+    if rest or p.nbytes % chunk:
+        return None
+    groups = []
+    for m in range(p.nbytes // chunk):
+        for s in range(32 // p.width):
+            bit = s * p.width
+            coords = [((bit % 8) // p.width) * p.nbytes + m * chunk + 4 * w + bit // 8 for w in range(lanes)]
+            groups.append(dict(reg=m, shift=bit, mask=p.mask if bit + p.width < 32 else None, coords=coords))
+    return groups

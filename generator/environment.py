@@ -39,6 +39,7 @@ def make_environment() -> jinja2.Environment:
         packed_byte_stmts=cxx.packed_byte_stmts,
         simd_level_expr=cxx.simd_level_expr,
         simd_pack_stmts=cxx.simd_pack_stmts,
+        dword_lanes=cxx.dword_lanes,
         planes=planes,
     )
     return env

@@ -15,106 +15,149 @@ namespace tq::avx2 {
 void tq_accumulate_d256_b4__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb = tq::codebooks::d256_b4;
     const Table<16> centroids(cb::kCentroids);
-    V a0 = load(acc + 0);
-    V a1 = load(acc + 8);
-    V a2 = load(acc + 16);
-    V a3 = load(acc + 24);
-    V a4 = load(acc + 32);
-    V a5 = load(acc + 40);
-    V a6 = load(acc + 48);
-    V a7 = load(acc + 56);
-    V a8 = load(acc + 64);
-    V a9 = load(acc + 72);
-    V a10 = load(acc + 80);
-    V a11 = load(acc + 88);
-    V a12 = load(acc + 96);
-    V a13 = load(acc + 104);
-    V a14 = load(acc + 112);
-    V a15 = load(acc + 120);
-    V a16 = load(acc + 128);
-    V a17 = load(acc + 136);
-    V a18 = load(acc + 144);
-    V a19 = load(acc + 152);
-    V a20 = load(acc + 160);
-    V a21 = load(acc + 168);
-    V a22 = load(acc + 176);
-    V a23 = load(acc + 184);
-    V a24 = load(acc + 192);
-    V a25 = load(acc + 200);
-    V a26 = load(acc + 208);
-    V a27 = load(acc + 216);
-    V a28 = load(acc + 224);
-    V a29 = load(acc + 232);
-    V a30 = load(acc + 240);
-    V a31 = load(acc + 248);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[256] = {
+        0, 4, 8, 12, 16, 20, 24, 28,
+        128, 132, 136, 140, 144, 148, 152, 156,
+        1, 5, 9, 13, 17, 21, 25, 29,
+        129, 133, 137, 141, 145, 149, 153, 157,
+        2, 6, 10, 14, 18, 22, 26, 30,
+        130, 134, 138, 142, 146, 150, 154, 158,
+        3, 7, 11, 15, 19, 23, 27, 31,
+        131, 135, 139, 143, 147, 151, 155, 159,
+        32, 36, 40, 44, 48, 52, 56, 60,
+        160, 164, 168, 172, 176, 180, 184, 188,
+        33, 37, 41, 45, 49, 53, 57, 61,
+        161, 165, 169, 173, 177, 181, 185, 189,
+        34, 38, 42, 46, 50, 54, 58, 62,
+        162, 166, 170, 174, 178, 182, 186, 190,
+        35, 39, 43, 47, 51, 55, 59, 63,
+        163, 167, 171, 175, 179, 183, 187, 191,
+        64, 68, 72, 76, 80, 84, 88, 92,
+        192, 196, 200, 204, 208, 212, 216, 220,
+        65, 69, 73, 77, 81, 85, 89, 93,
+        193, 197, 201, 205, 209, 213, 217, 221,
+        66, 70, 74, 78, 82, 86, 90, 94,
+        194, 198, 202, 206, 210, 214, 218, 222,
+        67, 71, 75, 79, 83, 87, 91, 95,
+        195, 199, 203, 207, 211, 215, 219, 223,
+        96, 100, 104, 108, 112, 116, 120, 124,
+        224, 228, 232, 236, 240, 244, 248, 252,
+        97, 101, 105, 109, 113, 117, 121, 125,
+        225, 229, 233, 237, 241, 245, 249, 253,
+        98, 102, 106, 110, 114, 118, 122, 126,
+        226, 230, 234, 238, 242, 246, 250, 254,
+        99, 103, 107, 111, 115, 119, 123, 127,
+        227, 231, 235, 239, 243, 247, 251, 255,
+    };
+    alignas(64) float ap[256];
+    for (int i = 0; i < 256; ++i) ap[i] = acc[kLaneCoord[i]];
+    V a0 = load(ap + 0);
+    V a1 = load(ap + 8);
+    V a2 = load(ap + 16);
+    V a3 = load(ap + 24);
+    V a4 = load(ap + 32);
+    V a5 = load(ap + 40);
+    V a6 = load(ap + 48);
+    V a7 = load(ap + 56);
+    V a8 = load(ap + 64);
+    V a9 = load(ap + 72);
+    V a10 = load(ap + 80);
+    V a11 = load(ap + 88);
+    V a12 = load(ap + 96);
+    V a13 = load(ap + 104);
+    V a14 = load(ap + 112);
+    V a15 = load(ap + 120);
+    V a16 = load(ap + 128);
+    V a17 = load(ap + 136);
+    V a18 = load(ap + 144);
+    V a19 = load(ap + 152);
+    V a20 = load(ap + 160);
+    V a21 = load(ap + 168);
+    V a22 = load(ap + 176);
+    V a23 = load(ap + 184);
+    V a24 = load(ap + 192);
+    V a25 = load(ap + 200);
+    V a26 = load(ap + 208);
+    V a27 = load(ap + 216);
+    V a28 = load(ap + 224);
+    V a29 = load(ap + 232);
+    V a30 = load(ap + 240);
+    V a31 = load(ap + 248);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 128;
+        prefetch(p + 4096);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(field<0, 15>(p + 0)), a0);
-        a1 = fmadd(w, centroids.lookup(field<0, 15>(p + 8)), a1);
-        a2 = fmadd(w, centroids.lookup(field<0, 15>(p + 16)), a2);
-        a3 = fmadd(w, centroids.lookup(field<0, 15>(p + 24)), a3);
-        a4 = fmadd(w, centroids.lookup(field<0, 15>(p + 32)), a4);
-        a5 = fmadd(w, centroids.lookup(field<0, 15>(p + 40)), a5);
-        a6 = fmadd(w, centroids.lookup(field<0, 15>(p + 48)), a6);
-        a7 = fmadd(w, centroids.lookup(field<0, 15>(p + 56)), a7);
-        a8 = fmadd(w, centroids.lookup(field<0, 15>(p + 64)), a8);
-        a9 = fmadd(w, centroids.lookup(field<0, 15>(p + 72)), a9);
-        a10 = fmadd(w, centroids.lookup(field<0, 15>(p + 80)), a10);
-        a11 = fmadd(w, centroids.lookup(field<0, 15>(p + 88)), a11);
-        a12 = fmadd(w, centroids.lookup(field<0, 15>(p + 96)), a12);
-        a13 = fmadd(w, centroids.lookup(field<0, 15>(p + 104)), a13);
-        a14 = fmadd(w, centroids.lookup(field<0, 15>(p + 112)), a14);
-        a15 = fmadd(w, centroids.lookup(field<0, 15>(p + 120)), a15);
-        a16 = fmadd(w, centroids.lookup(field<4, 255>(p + 0)), a16);
-        a17 = fmadd(w, centroids.lookup(field<4, 255>(p + 8)), a17);
-        a18 = fmadd(w, centroids.lookup(field<4, 255>(p + 16)), a18);
-        a19 = fmadd(w, centroids.lookup(field<4, 255>(p + 24)), a19);
-        a20 = fmadd(w, centroids.lookup(field<4, 255>(p + 32)), a20);
-        a21 = fmadd(w, centroids.lookup(field<4, 255>(p + 40)), a21);
-        a22 = fmadd(w, centroids.lookup(field<4, 255>(p + 48)), a22);
-        a23 = fmadd(w, centroids.lookup(field<4, 255>(p + 56)), a23);
-        a24 = fmadd(w, centroids.lookup(field<4, 255>(p + 64)), a24);
-        a25 = fmadd(w, centroids.lookup(field<4, 255>(p + 72)), a25);
-        a26 = fmadd(w, centroids.lookup(field<4, 255>(p + 80)), a26);
-        a27 = fmadd(w, centroids.lookup(field<4, 255>(p + 88)), a27);
-        a28 = fmadd(w, centroids.lookup(field<4, 255>(p + 96)), a28);
-        a29 = fmadd(w, centroids.lookup(field<4, 255>(p + 104)), a29);
-        a30 = fmadd(w, centroids.lookup(field<4, 255>(p + 112)), a30);
-        a31 = fmadd(w, centroids.lookup(field<4, 255>(p + 120)), a31);
+        const I w0 = load_dwords(p + 0);
+        const I w1 = load_dwords(p + 32);
+        const I w2 = load_dwords(p + 64);
+        const I w3 = load_dwords(p + 96);
+        a0 = fmadd(w, centroids.lookup_field<15>(w0), a0);
+        a1 = fmadd(w, centroids.lookup_field<15>(shr<4>(w0)), a1);
+        a2 = fmadd(w, centroids.lookup_field<15>(shr<8>(w0)), a2);
+        a3 = fmadd(w, centroids.lookup_field<15>(shr<12>(w0)), a3);
+        a4 = fmadd(w, centroids.lookup_field<15>(shr<16>(w0)), a4);
+        a5 = fmadd(w, centroids.lookup_field<15>(shr<20>(w0)), a5);
+        a6 = fmadd(w, centroids.lookup_field<15>(shr<24>(w0)), a6);
+        a7 = fmadd(w, centroids.lookup(shr<28>(w0)), a7);
+        a8 = fmadd(w, centroids.lookup_field<15>(w1), a8);
+        a9 = fmadd(w, centroids.lookup_field<15>(shr<4>(w1)), a9);
+        a10 = fmadd(w, centroids.lookup_field<15>(shr<8>(w1)), a10);
+        a11 = fmadd(w, centroids.lookup_field<15>(shr<12>(w1)), a11);
+        a12 = fmadd(w, centroids.lookup_field<15>(shr<16>(w1)), a12);
+        a13 = fmadd(w, centroids.lookup_field<15>(shr<20>(w1)), a13);
+        a14 = fmadd(w, centroids.lookup_field<15>(shr<24>(w1)), a14);
+        a15 = fmadd(w, centroids.lookup(shr<28>(w1)), a15);
+        a16 = fmadd(w, centroids.lookup_field<15>(w2), a16);
+        a17 = fmadd(w, centroids.lookup_field<15>(shr<4>(w2)), a17);
+        a18 = fmadd(w, centroids.lookup_field<15>(shr<8>(w2)), a18);
+        a19 = fmadd(w, centroids.lookup_field<15>(shr<12>(w2)), a19);
+        a20 = fmadd(w, centroids.lookup_field<15>(shr<16>(w2)), a20);
+        a21 = fmadd(w, centroids.lookup_field<15>(shr<20>(w2)), a21);
+        a22 = fmadd(w, centroids.lookup_field<15>(shr<24>(w2)), a22);
+        a23 = fmadd(w, centroids.lookup(shr<28>(w2)), a23);
+        a24 = fmadd(w, centroids.lookup_field<15>(w3), a24);
+        a25 = fmadd(w, centroids.lookup_field<15>(shr<4>(w3)), a25);
+        a26 = fmadd(w, centroids.lookup_field<15>(shr<8>(w3)), a26);
+        a27 = fmadd(w, centroids.lookup_field<15>(shr<12>(w3)), a27);
+        a28 = fmadd(w, centroids.lookup_field<15>(shr<16>(w3)), a28);
+        a29 = fmadd(w, centroids.lookup_field<15>(shr<20>(w3)), a29);
+        a30 = fmadd(w, centroids.lookup_field<15>(shr<24>(w3)), a30);
+        a31 = fmadd(w, centroids.lookup(shr<28>(w3)), a31);
     }
-    store(acc + 0, a0);
-    store(acc + 8, a1);
-    store(acc + 16, a2);
-    store(acc + 24, a3);
-    store(acc + 32, a4);
-    store(acc + 40, a5);
-    store(acc + 48, a6);
-    store(acc + 56, a7);
-    store(acc + 64, a8);
-    store(acc + 72, a9);
-    store(acc + 80, a10);
-    store(acc + 88, a11);
-    store(acc + 96, a12);
-    store(acc + 104, a13);
-    store(acc + 112, a14);
-    store(acc + 120, a15);
-    store(acc + 128, a16);
-    store(acc + 136, a17);
-    store(acc + 144, a18);
-    store(acc + 152, a19);
-    store(acc + 160, a20);
-    store(acc + 168, a21);
-    store(acc + 176, a22);
-    store(acc + 184, a23);
-    store(acc + 192, a24);
-    store(acc + 200, a25);
-    store(acc + 208, a26);
-    store(acc + 216, a27);
-    store(acc + 224, a28);
-    store(acc + 232, a29);
-    store(acc + 240, a30);
-    store(acc + 248, a31);
+    store(ap + 0, a0);
+    store(ap + 8, a1);
+    store(ap + 16, a2);
+    store(ap + 24, a3);
+    store(ap + 32, a4);
+    store(ap + 40, a5);
+    store(ap + 48, a6);
+    store(ap + 56, a7);
+    store(ap + 64, a8);
+    store(ap + 72, a9);
+    store(ap + 80, a10);
+    store(ap + 88, a11);
+    store(ap + 96, a12);
+    store(ap + 104, a13);
+    store(ap + 112, a14);
+    store(ap + 120, a15);
+    store(ap + 128, a16);
+    store(ap + 136, a17);
+    store(ap + 144, a18);
+    store(ap + 152, a19);
+    store(ap + 160, a20);
+    store(ap + 168, a21);
+    store(ap + 176, a22);
+    store(ap + 184, a23);
+    store(ap + 192, a24);
+    store(ap + 200, a25);
+    store(ap + 208, a26);
+    store(ap + 216, a27);
+    store(ap + 224, a28);
+    store(ap + 232, a29);
+    store(ap + 240, a30);
+    store(ap + 248, a31);
+    for (int i = 0; i < 256; ++i) acc[kLaneCoord[i]] = ap[i];
 }
 
 static_assert(std::is_same_v<decltype(&tq_accumulate_d256_b4__avx2), tq_accumulate_fn>);

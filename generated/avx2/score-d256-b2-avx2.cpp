@@ -15,73 +15,113 @@ namespace tq::avx2 {
 void tq_score_d256_b2__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb = tq::codebooks::d256_b2;
     const Table<4> centroids(cb::kCentroids);
-    const V q0 = load(q + 0);
-    const V q1 = load(q + 8);
-    const V q2 = load(q + 16);
-    const V q3 = load(q + 24);
-    const V q4 = load(q + 32);
-    const V q5 = load(q + 40);
-    const V q6 = load(q + 48);
-    const V q7 = load(q + 56);
-    const V q8 = load(q + 64);
-    const V q9 = load(q + 72);
-    const V q10 = load(q + 80);
-    const V q11 = load(q + 88);
-    const V q12 = load(q + 96);
-    const V q13 = load(q + 104);
-    const V q14 = load(q + 112);
-    const V q15 = load(q + 120);
-    const V q16 = load(q + 128);
-    const V q17 = load(q + 136);
-    const V q18 = load(q + 144);
-    const V q19 = load(q + 152);
-    const V q20 = load(q + 160);
-    const V q21 = load(q + 168);
-    const V q22 = load(q + 176);
-    const V q23 = load(q + 184);
-    const V q24 = load(q + 192);
-    const V q25 = load(q + 200);
-    const V q26 = load(q + 208);
-    const V q27 = load(q + 216);
-    const V q28 = load(q + 224);
-    const V q29 = load(q + 232);
-    const V q30 = load(q + 240);
-    const V q31 = load(q + 248);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[256] = {
+        0, 4, 8, 12, 16, 20, 24, 28,
+        64, 68, 72, 76, 80, 84, 88, 92,
+        128, 132, 136, 140, 144, 148, 152, 156,
+        192, 196, 200, 204, 208, 212, 216, 220,
+        1, 5, 9, 13, 17, 21, 25, 29,
+        65, 69, 73, 77, 81, 85, 89, 93,
+        129, 133, 137, 141, 145, 149, 153, 157,
+        193, 197, 201, 205, 209, 213, 217, 221,
+        2, 6, 10, 14, 18, 22, 26, 30,
+        66, 70, 74, 78, 82, 86, 90, 94,
+        130, 134, 138, 142, 146, 150, 154, 158,
+        194, 198, 202, 206, 210, 214, 218, 222,
+        3, 7, 11, 15, 19, 23, 27, 31,
+        67, 71, 75, 79, 83, 87, 91, 95,
+        131, 135, 139, 143, 147, 151, 155, 159,
+        195, 199, 203, 207, 211, 215, 219, 223,
+        32, 36, 40, 44, 48, 52, 56, 60,
+        96, 100, 104, 108, 112, 116, 120, 124,
+        160, 164, 168, 172, 176, 180, 184, 188,
+        224, 228, 232, 236, 240, 244, 248, 252,
+        33, 37, 41, 45, 49, 53, 57, 61,
+        97, 101, 105, 109, 113, 117, 121, 125,
+        161, 165, 169, 173, 177, 181, 185, 189,
+        225, 229, 233, 237, 241, 245, 249, 253,
+        34, 38, 42, 46, 50, 54, 58, 62,
+        98, 102, 106, 110, 114, 118, 122, 126,
+        162, 166, 170, 174, 178, 182, 186, 190,
+        226, 230, 234, 238, 242, 246, 250, 254,
+        35, 39, 43, 47, 51, 55, 59, 63,
+        99, 103, 107, 111, 115, 119, 123, 127,
+        163, 167, 171, 175, 179, 183, 187, 191,
+        227, 231, 235, 239, 243, 247, 251, 255,
+    };
+    alignas(64) float qp[256];
+    for (int i = 0; i < 256; ++i) qp[i] = q[kLaneCoord[i]];
+    const V q0 = load(qp + 0);
+    const V q1 = load(qp + 8);
+    const V q2 = load(qp + 16);
+    const V q3 = load(qp + 24);
+    const V q4 = load(qp + 32);
+    const V q5 = load(qp + 40);
+    const V q6 = load(qp + 48);
+    const V q7 = load(qp + 56);
+    const V q8 = load(qp + 64);
+    const V q9 = load(qp + 72);
+    const V q10 = load(qp + 80);
+    const V q11 = load(qp + 88);
+    const V q12 = load(qp + 96);
+    const V q13 = load(qp + 104);
+    const V q14 = load(qp + 112);
+    const V q15 = load(qp + 120);
+    const V q16 = load(qp + 128);
+    const V q17 = load(qp + 136);
+    const V q18 = load(qp + 144);
+    const V q19 = load(qp + 152);
+    const V q20 = load(qp + 160);
+    const V q21 = load(qp + 168);
+    const V q22 = load(qp + 176);
+    const V q23 = load(qp + 184);
+    const V q24 = load(qp + 192);
+    const V q25 = load(qp + 200);
+    const V q26 = load(qp + 208);
+    const V q27 = load(qp + 216);
+    const V q28 = load(qp + 224);
+    const V q29 = load(qp + 232);
+    const V q30 = load(qp + 240);
+    const V q31 = load(qp + 248);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
+        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
-        a0 = fmadd(q0, centroids.lookup(field<0, 3>(p + 0)), a0);
-        a1 = fmadd(q1, centroids.lookup(field<0, 3>(p + 8)), a1);
-        a0 = fmadd(q2, centroids.lookup(field<0, 3>(p + 16)), a0);
-        a1 = fmadd(q3, centroids.lookup(field<0, 3>(p + 24)), a1);
-        a0 = fmadd(q4, centroids.lookup(field<0, 3>(p + 32)), a0);
-        a1 = fmadd(q5, centroids.lookup(field<0, 3>(p + 40)), a1);
-        a0 = fmadd(q6, centroids.lookup(field<0, 3>(p + 48)), a0);
-        a1 = fmadd(q7, centroids.lookup(field<0, 3>(p + 56)), a1);
-        a0 = fmadd(q8, centroids.lookup(field<2, 3>(p + 0)), a0);
-        a1 = fmadd(q9, centroids.lookup(field<2, 3>(p + 8)), a1);
-        a0 = fmadd(q10, centroids.lookup(field<2, 3>(p + 16)), a0);
-        a1 = fmadd(q11, centroids.lookup(field<2, 3>(p + 24)), a1);
-        a0 = fmadd(q12, centroids.lookup(field<2, 3>(p + 32)), a0);
-        a1 = fmadd(q13, centroids.lookup(field<2, 3>(p + 40)), a1);
-        a0 = fmadd(q14, centroids.lookup(field<2, 3>(p + 48)), a0);
-        a1 = fmadd(q15, centroids.lookup(field<2, 3>(p + 56)), a1);
-        a0 = fmadd(q16, centroids.lookup(field<4, 3>(p + 0)), a0);
-        a1 = fmadd(q17, centroids.lookup(field<4, 3>(p + 8)), a1);
-        a0 = fmadd(q18, centroids.lookup(field<4, 3>(p + 16)), a0);
-        a1 = fmadd(q19, centroids.lookup(field<4, 3>(p + 24)), a1);
-        a0 = fmadd(q20, centroids.lookup(field<4, 3>(p + 32)), a0);
-        a1 = fmadd(q21, centroids.lookup(field<4, 3>(p + 40)), a1);
-        a0 = fmadd(q22, centroids.lookup(field<4, 3>(p + 48)), a0);
-        a1 = fmadd(q23, centroids.lookup(field<4, 3>(p + 56)), a1);
-        a0 = fmadd(q24, centroids.lookup(field<6, 255>(p + 0)), a0);
-        a1 = fmadd(q25, centroids.lookup(field<6, 255>(p + 8)), a1);
-        a0 = fmadd(q26, centroids.lookup(field<6, 255>(p + 16)), a0);
-        a1 = fmadd(q27, centroids.lookup(field<6, 255>(p + 24)), a1);
-        a0 = fmadd(q28, centroids.lookup(field<6, 255>(p + 32)), a0);
-        a1 = fmadd(q29, centroids.lookup(field<6, 255>(p + 40)), a1);
-        a0 = fmadd(q30, centroids.lookup(field<6, 255>(p + 48)), a0);
-        a1 = fmadd(q31, centroids.lookup(field<6, 255>(p + 56)), a1);
+        const I w0 = load_dwords(p + 0);
+        const I w1 = load_dwords(p + 32);
+        a0 = fmadd(q0, centroids.lookup_field<3>(w0), a0);
+        a1 = fmadd(q1, centroids.lookup_field<3>(shr<2>(w0)), a1);
+        a0 = fmadd(q2, centroids.lookup_field<3>(shr<4>(w0)), a0);
+        a1 = fmadd(q3, centroids.lookup_field<3>(shr<6>(w0)), a1);
+        a0 = fmadd(q4, centroids.lookup_field<3>(shr<8>(w0)), a0);
+        a1 = fmadd(q5, centroids.lookup_field<3>(shr<10>(w0)), a1);
+        a0 = fmadd(q6, centroids.lookup_field<3>(shr<12>(w0)), a0);
+        a1 = fmadd(q7, centroids.lookup_field<3>(shr<14>(w0)), a1);
+        a0 = fmadd(q8, centroids.lookup_field<3>(shr<16>(w0)), a0);
+        a1 = fmadd(q9, centroids.lookup_field<3>(shr<18>(w0)), a1);
+        a0 = fmadd(q10, centroids.lookup_field<3>(shr<20>(w0)), a0);
+        a1 = fmadd(q11, centroids.lookup_field<3>(shr<22>(w0)), a1);
+        a0 = fmadd(q12, centroids.lookup_field<3>(shr<24>(w0)), a0);
+        a1 = fmadd(q13, centroids.lookup_field<3>(shr<26>(w0)), a1);
+        a0 = fmadd(q14, centroids.lookup_field<3>(shr<28>(w0)), a0);
+        a1 = fmadd(q15, centroids.lookup(shr<30>(w0)), a1);
+        a0 = fmadd(q16, centroids.lookup_field<3>(w1), a0);
+        a1 = fmadd(q17, centroids.lookup_field<3>(shr<2>(w1)), a1);
+        a0 = fmadd(q18, centroids.lookup_field<3>(shr<4>(w1)), a0);
+        a1 = fmadd(q19, centroids.lookup_field<3>(shr<6>(w1)), a1);
+        a0 = fmadd(q20, centroids.lookup_field<3>(shr<8>(w1)), a0);
+        a1 = fmadd(q21, centroids.lookup_field<3>(shr<10>(w1)), a1);
+        a0 = fmadd(q22, centroids.lookup_field<3>(shr<12>(w1)), a0);
+        a1 = fmadd(q23, centroids.lookup_field<3>(shr<14>(w1)), a1);
+        a0 = fmadd(q24, centroids.lookup_field<3>(shr<16>(w1)), a0);
+        a1 = fmadd(q25, centroids.lookup_field<3>(shr<18>(w1)), a1);
+        a0 = fmadd(q26, centroids.lookup_field<3>(shr<20>(w1)), a0);
+        a1 = fmadd(q27, centroids.lookup_field<3>(shr<22>(w1)), a1);
+        a0 = fmadd(q28, centroids.lookup_field<3>(shr<24>(w1)), a0);
+        a1 = fmadd(q29, centroids.lookup_field<3>(shr<26>(w1)), a1);
+        a0 = fmadd(q30, centroids.lookup_field<3>(shr<28>(w1)), a0);
+        a1 = fmadd(q31, centroids.lookup(shr<30>(w1)), a1);
         out[t] = scales[t] * hsum(add(a0, a1));
     }
 }

@@ -15,34 +15,50 @@ namespace tq::avx512 {
 void tq_accumulate_d128_b4__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb = tq::codebooks::d128_b4;
     const Table<16> centroids(cb::kCentroids);
-    V a0 = load(acc + 0);
-    V a1 = load(acc + 16);
-    V a2 = load(acc + 32);
-    V a3 = load(acc + 48);
-    V a4 = load(acc + 64);
-    V a5 = load(acc + 80);
-    V a6 = load(acc + 96);
-    V a7 = load(acc + 112);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[128] = {
+        0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+        64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124,
+        1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,
+        65, 69, 73, 77, 81, 85, 89, 93, 97, 101, 105, 109, 113, 117, 121, 125,
+        2, 6, 10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,
+        66, 70, 74, 78, 82, 86, 90, 94, 98, 102, 106, 110, 114, 118, 122, 126,
+        3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
+        67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127,
+    };
+    alignas(64) float ap[128];
+    for (int i = 0; i < 128; ++i) ap[i] = acc[kLaneCoord[i]];
+    V a0 = load(ap + 0);
+    V a1 = load(ap + 16);
+    V a2 = load(ap + 32);
+    V a3 = load(ap + 48);
+    V a4 = load(ap + 64);
+    V a5 = load(ap + 80);
+    V a6 = load(ap + 96);
+    V a7 = load(ap + 112);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
+        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(field<0, 15>(p + 0)), a0);
-        a1 = fmadd(w, centroids.lookup(field<0, 15>(p + 16)), a1);
-        a2 = fmadd(w, centroids.lookup(field<0, 15>(p + 32)), a2);
-        a3 = fmadd(w, centroids.lookup(field<0, 15>(p + 48)), a3);
-        a4 = fmadd(w, centroids.lookup(field<4, 255>(p + 0)), a4);
-        a5 = fmadd(w, centroids.lookup(field<4, 255>(p + 16)), a5);
-        a6 = fmadd(w, centroids.lookup(field<4, 255>(p + 32)), a6);
-        a7 = fmadd(w, centroids.lookup(field<4, 255>(p + 48)), a7);
+        const I w0 = load_dwords(p + 0);
+        a0 = fmadd(w, centroids.lookup_field<15>(w0), a0);
+        a1 = fmadd(w, centroids.lookup_field<15>(shr<4>(w0)), a1);
+        a2 = fmadd(w, centroids.lookup_field<15>(shr<8>(w0)), a2);
+        a3 = fmadd(w, centroids.lookup_field<15>(shr<12>(w0)), a3);
+        a4 = fmadd(w, centroids.lookup_field<15>(shr<16>(w0)), a4);
+        a5 = fmadd(w, centroids.lookup_field<15>(shr<20>(w0)), a5);
+        a6 = fmadd(w, centroids.lookup_field<15>(shr<24>(w0)), a6);
+        a7 = fmadd(w, centroids.lookup(shr<28>(w0)), a7);
     }
-    store(acc + 0, a0);
-    store(acc + 16, a1);
-    store(acc + 32, a2);
-    store(acc + 48, a3);
-    store(acc + 64, a4);
-    store(acc + 80, a5);
-    store(acc + 96, a6);
-    store(acc + 112, a7);
+    store(ap + 0, a0);
+    store(ap + 16, a1);
+    store(ap + 32, a2);
+    store(ap + 48, a3);
+    store(ap + 64, a4);
+    store(ap + 80, a5);
+    store(ap + 96, a6);
+    store(ap + 112, a7);
+    for (int i = 0; i < 128; ++i) acc[kLaneCoord[i]] = ap[i];
 }
 
 static_assert(std::is_same_v<decltype(&tq_accumulate_d128_b4__avx512), tq_accumulate_fn>);

@@ -15,58 +15,82 @@ namespace tq::avx512 {
 void tq_accumulate_d256_b2__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb = tq::codebooks::d256_b2;
     const Table<4> centroids(cb::kCentroids);
-    V a0 = load(acc + 0);
-    V a1 = load(acc + 16);
-    V a2 = load(acc + 32);
-    V a3 = load(acc + 48);
-    V a4 = load(acc + 64);
-    V a5 = load(acc + 80);
-    V a6 = load(acc + 96);
-    V a7 = load(acc + 112);
-    V a8 = load(acc + 128);
-    V a9 = load(acc + 144);
-    V a10 = load(acc + 160);
-    V a11 = load(acc + 176);
-    V a12 = load(acc + 192);
-    V a13 = load(acc + 208);
-    V a14 = load(acc + 224);
-    V a15 = load(acc + 240);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[256] = {
+        0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+        64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124,
+        128, 132, 136, 140, 144, 148, 152, 156, 160, 164, 168, 172, 176, 180, 184, 188,
+        192, 196, 200, 204, 208, 212, 216, 220, 224, 228, 232, 236, 240, 244, 248, 252,
+        1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,
+        65, 69, 73, 77, 81, 85, 89, 93, 97, 101, 105, 109, 113, 117, 121, 125,
+        129, 133, 137, 141, 145, 149, 153, 157, 161, 165, 169, 173, 177, 181, 185, 189,
+        193, 197, 201, 205, 209, 213, 217, 221, 225, 229, 233, 237, 241, 245, 249, 253,
+        2, 6, 10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,
+        66, 70, 74, 78, 82, 86, 90, 94, 98, 102, 106, 110, 114, 118, 122, 126,
+        130, 134, 138, 142, 146, 150, 154, 158, 162, 166, 170, 174, 178, 182, 186, 190,
+        194, 198, 202, 206, 210, 214, 218, 222, 226, 230, 234, 238, 242, 246, 250, 254,
+        3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
+        67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127,
+        131, 135, 139, 143, 147, 151, 155, 159, 163, 167, 171, 175, 179, 183, 187, 191,
+        195, 199, 203, 207, 211, 215, 219, 223, 227, 231, 235, 239, 243, 247, 251, 255,
+    };
+    alignas(64) float ap[256];
+    for (int i = 0; i < 256; ++i) ap[i] = acc[kLaneCoord[i]];
+    V a0 = load(ap + 0);
+    V a1 = load(ap + 16);
+    V a2 = load(ap + 32);
+    V a3 = load(ap + 48);
+    V a4 = load(ap + 64);
+    V a5 = load(ap + 80);
+    V a6 = load(ap + 96);
+    V a7 = load(ap + 112);
+    V a8 = load(ap + 128);
+    V a9 = load(ap + 144);
+    V a10 = load(ap + 160);
+    V a11 = load(ap + 176);
+    V a12 = load(ap + 192);
+    V a13 = load(ap + 208);
+    V a14 = load(ap + 224);
+    V a15 = load(ap + 240);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
+        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(field<0, 3>(p + 0)), a0);
-        a1 = fmadd(w, centroids.lookup(field<0, 3>(p + 16)), a1);
-        a2 = fmadd(w, centroids.lookup(field<0, 3>(p + 32)), a2);
-        a3 = fmadd(w, centroids.lookup(field<0, 3>(p + 48)), a3);
-        a4 = fmadd(w, centroids.lookup(field<2, 3>(p + 0)), a4);
-        a5 = fmadd(w, centroids.lookup(field<2, 3>(p + 16)), a5);
-        a6 = fmadd(w, centroids.lookup(field<2, 3>(p + 32)), a6);
-        a7 = fmadd(w, centroids.lookup(field<2, 3>(p + 48)), a7);
-        a8 = fmadd(w, centroids.lookup(field<4, 3>(p + 0)), a8);
-        a9 = fmadd(w, centroids.lookup(field<4, 3>(p + 16)), a9);
-        a10 = fmadd(w, centroids.lookup(field<4, 3>(p + 32)), a10);
-        a11 = fmadd(w, centroids.lookup(field<4, 3>(p + 48)), a11);
-        a12 = fmadd(w, centroids.lookup(field<6, 255>(p + 0)), a12);
-        a13 = fmadd(w, centroids.lookup(field<6, 255>(p + 16)), a13);
-        a14 = fmadd(w, centroids.lookup(field<6, 255>(p + 32)), a14);
-        a15 = fmadd(w, centroids.lookup(field<6, 255>(p + 48)), a15);
+        const I w0 = load_dwords(p + 0);
+        a0 = fmadd(w, centroids.lookup_field<3>(w0), a0);
+        a1 = fmadd(w, centroids.lookup_field<3>(shr<2>(w0)), a1);
+        a2 = fmadd(w, centroids.lookup_field<3>(shr<4>(w0)), a2);
+        a3 = fmadd(w, centroids.lookup_field<3>(shr<6>(w0)), a3);
+        a4 = fmadd(w, centroids.lookup_field<3>(shr<8>(w0)), a4);
+        a5 = fmadd(w, centroids.lookup_field<3>(shr<10>(w0)), a5);
+        a6 = fmadd(w, centroids.lookup_field<3>(shr<12>(w0)), a6);
+        a7 = fmadd(w, centroids.lookup_field<3>(shr<14>(w0)), a7);
+        a8 = fmadd(w, centroids.lookup_field<3>(shr<16>(w0)), a8);
+        a9 = fmadd(w, centroids.lookup_field<3>(shr<18>(w0)), a9);
+        a10 = fmadd(w, centroids.lookup_field<3>(shr<20>(w0)), a10);
+        a11 = fmadd(w, centroids.lookup_field<3>(shr<22>(w0)), a11);
+        a12 = fmadd(w, centroids.lookup_field<3>(shr<24>(w0)), a12);
+        a13 = fmadd(w, centroids.lookup_field<3>(shr<26>(w0)), a13);
+        a14 = fmadd(w, centroids.lookup_field<3>(shr<28>(w0)), a14);
+        a15 = fmadd(w, centroids.lookup(shr<30>(w0)), a15);
     }
-    store(acc + 0, a0);
-    store(acc + 16, a1);
-    store(acc + 32, a2);
-    store(acc + 48, a3);
-    store(acc + 64, a4);
-    store(acc + 80, a5);
-    store(acc + 96, a6);
-    store(acc + 112, a7);
-    store(acc + 128, a8);
-    store(acc + 144, a9);
-    store(acc + 160, a10);
-    store(acc + 176, a11);
-    store(acc + 192, a12);
-    store(acc + 208, a13);
-    store(acc + 224, a14);
-    store(acc + 240, a15);
+    store(ap + 0, a0);
+    store(ap + 16, a1);
+    store(ap + 32, a2);
+    store(ap + 48, a3);
+    store(ap + 64, a4);
+    store(ap + 80, a5);
+    store(ap + 96, a6);
+    store(ap + 112, a7);
+    store(ap + 128, a8);
+    store(ap + 144, a9);
+    store(ap + 160, a10);
+    store(ap + 176, a11);
+    store(ap + 192, a12);
+    store(ap + 208, a13);
+    store(ap + 224, a14);
+    store(ap + 240, a15);
+    for (int i = 0; i < 256; ++i) acc[kLaneCoord[i]] = ap[i];
 }
 
 static_assert(std::is_same_v<decltype(&tq_accumulate_d256_b2__avx512), tq_accumulate_fn>);

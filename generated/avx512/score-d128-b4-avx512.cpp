@@ -15,25 +15,40 @@ namespace tq::avx512 {
 void tq_score_d128_b4__avx512(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb = tq::codebooks::d128_b4;
     const Table<16> centroids(cb::kCentroids);
-    const V q0 = load(q + 0);
-    const V q1 = load(q + 16);
-    const V q2 = load(q + 32);
-    const V q3 = load(q + 48);
-    const V q4 = load(q + 64);
-    const V q5 = load(q + 80);
-    const V q6 = load(q + 96);
-    const V q7 = load(q + 112);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[128] = {
+        0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+        64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124,
+        1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,
+        65, 69, 73, 77, 81, 85, 89, 93, 97, 101, 105, 109, 113, 117, 121, 125,
+        2, 6, 10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,
+        66, 70, 74, 78, 82, 86, 90, 94, 98, 102, 106, 110, 114, 118, 122, 126,
+        3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
+        67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127,
+    };
+    alignas(64) float qp[128];
+    for (int i = 0; i < 128; ++i) qp[i] = q[kLaneCoord[i]];
+    const V q0 = load(qp + 0);
+    const V q1 = load(qp + 16);
+    const V q2 = load(qp + 32);
+    const V q3 = load(qp + 48);
+    const V q4 = load(qp + 64);
+    const V q5 = load(qp + 80);
+    const V q6 = load(qp + 96);
+    const V q7 = load(qp + 112);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
+        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
-        a0 = fmadd(q0, centroids.lookup(field<0, 15>(p + 0)), a0);
-        a1 = fmadd(q1, centroids.lookup(field<0, 15>(p + 16)), a1);
-        a0 = fmadd(q2, centroids.lookup(field<0, 15>(p + 32)), a0);
-        a1 = fmadd(q3, centroids.lookup(field<0, 15>(p + 48)), a1);
-        a0 = fmadd(q4, centroids.lookup(field<4, 255>(p + 0)), a0);
-        a1 = fmadd(q5, centroids.lookup(field<4, 255>(p + 16)), a1);
-        a0 = fmadd(q6, centroids.lookup(field<4, 255>(p + 32)), a0);
-        a1 = fmadd(q7, centroids.lookup(field<4, 255>(p + 48)), a1);
+        const I w0 = load_dwords(p + 0);
+        a0 = fmadd(q0, centroids.lookup_field<15>(w0), a0);
+        a1 = fmadd(q1, centroids.lookup_field<15>(shr<4>(w0)), a1);
+        a0 = fmadd(q2, centroids.lookup_field<15>(shr<8>(w0)), a0);
+        a1 = fmadd(q3, centroids.lookup_field<15>(shr<12>(w0)), a1);
+        a0 = fmadd(q4, centroids.lookup_field<15>(shr<16>(w0)), a0);
+        a1 = fmadd(q5, centroids.lookup_field<15>(shr<20>(w0)), a1);
+        a0 = fmadd(q6, centroids.lookup_field<15>(shr<24>(w0)), a0);
+        a1 = fmadd(q7, centroids.lookup(shr<28>(w0)), a1);
         out[t] = scales[t] * hsum(add(a0, a1));
     }
 }

@@ -94,6 +94,14 @@ struct Table {
             return _mm256_i32gather_ps(data, idx, 4);
         }
     }
+    // lookup(idx & Mask), skipping the mask where the permutes read no more
+    // index bits than Mask keeps (3 bits up to 8 entries, 4 at 16).
+    template <int Mask>
+    V lookup_field(I idx) const {
+        constexpr int reads = L <= 8 ? 7 : L == 16 ? 15 : -1;
+        if constexpr (Mask == reads) return lookup(idx);
+        else return lookup(_mm256_and_si256(idx, _mm256_set1_epi32(Mask)));
+    }
 };
 
 template <int Bits>
@@ -145,5 +153,11 @@ inline void store_bytes(uint8_t* dst, I x) {
     const __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), packed);
 }
+
+// A register of 8 dwords from p[0..32) (the dword_lanes unpacking).
+inline I load_dwords(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const I*>(p)); }
+
+// Hint the cache to fetch p (never faults, even past the end of an array).
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 }  // namespace tq::avx2

@@ -97,6 +97,14 @@ struct Table {
         else if constexpr (L == 32) return _mm512_permutex2var_ps(lo, idx, hi);
         else return _mm512_i32gather_ps(idx, data, 4);
     }
+    // lookup(idx & Mask), skipping the mask where the permute reads no more
+    // index bits than Mask keeps (4 bits up to 16 entries, 5 at 32).
+    template <int Mask>
+    V lookup_field(I idx) const {
+        constexpr int reads = L <= 16 ? 15 : L == 32 ? 31 : -1;
+        if constexpr (Mask == reads) return lookup(idx);
+        else return lookup(_mm512_and_si512(idx, _mm512_set1_epi32(Mask)));
+    }
 };
 
 // Level of each lane: the number of boundaries <= u, by binary search over the
@@ -152,5 +160,11 @@ inline I and_(I x) { return _mm512_and_si512(x, _mm512_set1_epi32(Mask)); }
 inline void store_bytes(uint8_t* dst, I x) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(x));
 }
+
+// A register of 16 dwords from p[0..64) (the dword_lanes unpacking).
+inline I load_dwords(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// Hint the cache to fetch p (never faults, even past the end of an array).
+inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
 }  // namespace tq::avx512
