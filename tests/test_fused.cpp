@@ -30,12 +30,8 @@ constexpr std::size_t kCounts[] = {0, 1, 2, 3, 5, 8, 17, 64};
 }  // namespace
 
 TEST_CASE("fused: score equals decode-then-dot within 1e-5 relative") {
-    for (const tq_bit_kernels& v : tq::variants()) {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
         const int d = v.head_dim;
-        CAPTURE(d);
-        CAPTURE(v.bits);
-        const auto& k = tq::find(d, v.bits, v.bits);
-        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         for (std::size_t n : kCounts) {
             CAPTURE(n);
             const Encoded e = encode_all(v, signs, n, 7 + n);
@@ -51,16 +47,12 @@ TEST_CASE("fused: score equals decode-then-dot within 1e-5 relative") {
             }
             CHECK(scores[n] == -12345.0f);  // nothing written past n
         }
-    }
+    });
 }
 
 TEST_CASE("fused: accumulate equals decode-then-weighted-sum within 1e-5 relative") {
-    for (const tq_bit_kernels& v : tq::variants()) {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
         const int d = v.head_dim;
-        CAPTURE(d);
-        CAPTURE(v.bits);
-        const auto& k = tq::find(d, v.bits, v.bits);
-        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         for (std::size_t n : kCounts) {
             CAPTURE(n);
             const Encoded e = encode_all(v, signs, n, 17 + n);
@@ -81,5 +73,5 @@ TEST_CASE("fused: accumulate equals decode-then-weighted-sum within 1e-5 relativ
             for (int i = 0; i < d; ++i) err += (out[i] - want[i]) * (out[i] - want[i]);
             CHECK(std::sqrt(err) <= 1e-5 * bound);
         }
-    }
+    });
 }

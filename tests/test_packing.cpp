@@ -31,12 +31,8 @@ TEST_CASE("packing: every level at every position round-trips, in the documented
 }
 
 TEST_CASE("packing: encode writes pack(level of each normalized rotated coordinate)") {
-    for (const tq_bit_kernels& v : tq::variants()) {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
         const int d = v.head_dim;
-        CAPTURE(d);
-        CAPTURE(v.bits);
-        const auto& k = tq::find(d, v.bits, v.bits);
-        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         std::vector<std::uint8_t> code(v.code_bytes), levels(d);
         std::vector<float> u(d);
         for (int t = 0; t < 50; ++t) {
@@ -50,7 +46,7 @@ TEST_CASE("packing: encode writes pack(level of each normalized rotated coordina
             for (int i = 0; i < d; ++i) levels[i] = tq::test::reference_level(v, u[i]);
             CHECK(code == tq::test::reference_pack(d, v.bits, levels));
         }
-    }
+    });
 }
 
 TEST_CASE("packing: bits above the width in a bad level do not spill into neighbours") {

@@ -4,6 +4,8 @@
 
 #include "turboquant/registry.hpp"
 
+#include <doctest/doctest.h>
+
 #include <cstdint>
 #include <random>
 #include <span>
@@ -68,6 +70,17 @@ inline std::uint8_t reference_level(const tq_bit_kernels& v, float u) {
     int count = 0;
     for (int i = 0; i < levels - 1; ++i) count += v.boundaries[i] <= u;
     return static_cast<std::uint8_t>(count);
+}
+
+// Runs body(variant, kernel table, rotation signs) for every compiled (head_dim,
+// bits) of the active ISA, with both captured for failure messages.
+template <class Body>
+void for_each_variant(Body body) {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        CAPTURE(v.head_dim);
+        CAPTURE(v.bits);
+        body(v, tq::find(v.head_dim, v.bits, v.bits), tq::rotation_signs(v.head_dim, kSeed));
+    }
 }
 
 }  // namespace tq::test
