@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <limits>
 
 using tq::KVCache;
@@ -56,20 +57,20 @@ TEST_CASE("cache: eviction drops the oldest positions of every layer") {
     tq::test::fill(cache, L, n, d, Kind::key, 1);
     tq::test::fill(cache, L, n, d, Kind::value, 2);
     const std::size_t token = std::size_t(H) * d;
-    std::vector<float> before_k(n * token), before_v(n * token), after_k((n - drop) * token), after_v((n - drop) * token);
+    std::vector<std::vector<float>> before_k(L, std::vector<float>(n * token)), before_v = before_k;
+    std::vector<float> after_k((n - drop) * token), after_v((n - drop) * token);
     for (int l = 0; l < L; ++l) {
-        cache.dequantize(l, 0, n, Kind::key, before_k);
-        cache.dequantize(l, 0, n, Kind::value, before_v);
-        if (l == L - 1) cache.evict(drop);
+        cache.dequantize(l, 0, n, Kind::key, before_k[l]);
+        cache.dequantize(l, 0, n, Kind::value, before_v[l]);
     }
+    cache.evict(drop);
     CHECK(cache.seq_len() == n - drop);
-    for (int l = 0; l < L; ++l) {
+    for (int l = 0; l < L; ++l) {  // in every layer, position p now holds what p + drop held
+        CAPTURE(l);
         cache.dequantize(l, 0, n - drop, Kind::key, after_k);
         cache.dequantize(l, 0, n - drop, Kind::value, after_v);
-        if (l == L - 1) {  // position p now holds what p + drop held
-            CHECK(std::equal(after_k.begin(), after_k.end(), before_k.begin() + drop * token));
-            CHECK(std::equal(after_v.begin(), after_v.end(), before_v.begin() + drop * token));
-        }
+        CHECK(std::equal(after_k.begin(), after_k.end(), before_k[l].begin() + drop * token));
+        CHECK(std::equal(after_v.begin(), after_v.end(), before_v[l].begin() + drop * token));
     }
     CHECK_THROWS_AS(cache.evict(n), tq::Error);  // more than is held
     cache.evict(n - drop);
@@ -123,55 +124,76 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     const auto huge = std::vector<float>(token, std::numeric_limits<float>::max());
     std::vector<float> q(2 * token, 0.5f), q_nan = q, out(2 * token, 0.0f), dq(token * 4);
     q_nan[3] = std::numeric_limits<float>::quiet_NaN();
-    const Snapshot before(c);
+    fa_tq_cache* full = fa_tq_cache_new(s, 1, H, max_seq);  // every position written
+    REQUIRE(full);
+    for (int t = 0; t < max_seq; ++t)
+        for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, full, 0, t, x.data(), key) == FA_TQ_OK);
+    fa_tq_cache* ring = fa_tq_cache_new_ring(s, 1, H, max_seq);  // values ahead of keys
+    REQUIRE(ring);
+    for (int t = 0; t < 2 * max_seq; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), false) == FA_TQ_OK);
+    for (int t = 0; t < 12; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), true) == FA_TQ_OK);
+    auto huge_q = q;
+    for (auto& e : huge_q) e = 1e38f;  // finite, but the scores would not be
 
     struct Case {
         const char* what;
+        fa_tq_cache* cache;
         int expected;
-        int got;
+        std::function<int()> call;
     };
     const Case cases[] = {
-        {"quantize NULL state", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(nullptr, c, 0, 3, x.data(), true)},
-        {"quantize NULL cache", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, nullptr, 0, 3, x.data(), true)},
-        {"quantize NULL vec", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, 0, 3, nullptr, true)},
-        {"quantize other state", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(other, c, 0, 3, x.data(), true)},
-        {"quantize layer -1", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, -1, 3, x.data(), true)},
-        {"quantize layer L", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, L, 3, x.data(), true)},
-        {"quantize gap", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, 0, 4, x.data(), true)},
-        {"quantize pos -1", TQ_ERROR_INVALID_ARGUMENT, fa_tq_quantize(s, c, 0, -1, x.data(), false)},
-        {"quantize NaN", TQ_ERROR_NONFINITE, fa_tq_quantize(s, c, 0, 3, nan_last.data(), true)},
-        {"quantize -Inf", TQ_ERROR_NONFINITE, fa_tq_quantize(s, c, 1, 1, inf_first.data(), false)},
-        {"quantize huge", TQ_ERROR_RANGE, fa_tq_quantize(s, c, 1, 1, huge.data(), false)},
-        {"attention NULL q", TQ_ERROR_INVALID_ARGUMENT,
-         fa_tq_attention(s, c, 0, 3, nullptr, 2 * H, x.data(), x.data(), 0, out.data())},
-        {"attention NULL out", TQ_ERROR_INVALID_ARGUMENT,
-         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), 0, nullptr)},
-        {"attention heads 3", TQ_ERROR_INVALID_ARGUMENT,
-         fa_tq_attention(s, c, 0, 3, q.data(), 3, x.data(), x.data(), 0, out.data())},
-        {"attention NaN q", TQ_ERROR_NONFINITE,
-         fa_tq_attention(s, c, 0, 3, q_nan.data(), 2 * H, x.data(), x.data(), 0, out.data())},
-        {"attention NaN v", TQ_ERROR_NONFINITE,
-         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), nan_last.data(), 0, out.data())},
-        {"attention NaN k", TQ_ERROR_NONFINITE,
-         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, nan_last.data(), x.data(), 0, out.data())},
-        {"attention negative scale", TQ_ERROR_INVALID_ARGUMENT,
-         fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), -1, out.data())},
-        {"attention gap", TQ_ERROR_INVALID_ARGUMENT,
-         fa_tq_attention(s, c, 0, 5, q.data(), 2 * H, x.data(), x.data(), 0, out.data())},
-        {"attention past max_seq", TQ_ERROR_INVALID_ARGUMENT,
-         fa_tq_attention(s, c, 0, max_seq, q.data(), 2 * H, x.data(), x.data(), 0, out.data())},
-        {"evict too many", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_evict(c, 4)},
-        {"evict negative", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_evict(c, -1)},
-        {"clear NULL", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_clear(nullptr)},
-        {"bytes NULL", TQ_ERROR_INVALID_ARGUMENT, fa_tq_cache_bytes(nullptr, nullptr, nullptr)},
+        {"quantize NULL state", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(nullptr, c, 0, 3, x.data(), true); }},
+        {"quantize NULL cache", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, nullptr, 0, 3, x.data(), true); }},
+        {"quantize NULL vec", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, 0, 3, nullptr, true); }},
+        {"quantize other state", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(other, c, 0, 3, x.data(), true); }},
+        {"quantize layer -1", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, -1, 3, x.data(), true); }},
+        {"quantize layer L", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, L, 3, x.data(), true); }},
+        {"quantize gap", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, 0, 4, x.data(), true); }},
+        {"quantize pos -1", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, 0, -1, x.data(), false); }},
+        {"quantize past max_seq", full, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_quantize(s, full, 0, max_seq, x.data(), true); }},
+        {"quantize NaN", c, TQ_ERROR_NONFINITE, [&] { return fa_tq_quantize(s, c, 0, 3, nan_last.data(), true); }},
+        {"quantize -Inf", c, TQ_ERROR_NONFINITE, [&] { return fa_tq_quantize(s, c, 1, 1, inf_first.data(), false); }},
+        {"quantize huge", c, TQ_ERROR_RANGE, [&] { return fa_tq_quantize(s, c, 1, 1, huge.data(), false); }},
+        {"attention NULL q", c, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, c, 0, 3, nullptr, 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"attention NULL out", c, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), 0, nullptr); }},
+        {"attention heads 3", c, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 3, x.data(), x.data(), 0, out.data()); }},
+        {"attention NaN q", c, TQ_ERROR_NONFINITE,
+         [&] { return fa_tq_attention(s, c, 0, 3, q_nan.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"attention NaN v", c, TQ_ERROR_NONFINITE,
+         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), nan_last.data(), 0, out.data()); }},
+        {"attention NaN k", c, TQ_ERROR_NONFINITE,
+         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, nan_last.data(), x.data(), 0, out.data()); }},
+        {"attention scores overflow", c, TQ_ERROR_RANGE,
+         [&] { return fa_tq_attention(s, c, 0, 3, huge_q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"attention negative scale", c, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), -1, out.data()); }},
+        {"attention gap", c, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, c, 0, 5, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"attention past max_seq", full, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, full, 0, max_seq, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"attention ring behind newest value", ring, TQ_ERROR_INVALID_ARGUMENT,
+         [&] { return fa_tq_attention(s, ring, 0, 12, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"evict too many", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_evict(c, 4); }},
+        {"evict negative", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_evict(c, -1); }},
+        {"evict ring", ring, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_evict(ring, 1); }},
+        {"clear NULL", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_clear(nullptr); }},
+        {"bytes NULL", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_bytes(nullptr, nullptr, nullptr); }},
     };
     for (const Case& k : cases) {
         CAPTURE(k.what);
-        CHECK(k.got == k.expected);
-        CHECK(Snapshot(c) == before);
+        const Snapshot before(k.cache);
+        CHECK(k.call() == k.expected);
+        CHECK(std::string(fa_tq_last_error()).find("fa_tq_") != std::string::npos);
+        CHECK(Snapshot(k.cache) == before);
     }
-    CHECK(std::string(fa_tq_last_error()).find("fa_tq_") != std::string::npos);
-    CHECK(std::find(out.begin(), out.end(), 0.0f) != out.end());  // out untouched by failed calls
+    CHECK(std::all_of(out.begin(), out.end(), [](float e) { return e == 0.0f; }));  // no failed call wrote out
+    fa_tq_cache_free(full);
+    fa_tq_cache_free(ring);
+    const Snapshot before(c);
 
     // dequantize: out of range, negative count, NULL out
     CHECK(fa_tq_dequantize(s, c, 0, 2, 2, true, dq.data()) == nullptr);
@@ -191,6 +213,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(fa_tq_cache_new(s, 1, -2, 1) == nullptr);
     CHECK(fa_tq_cache_new_ring(s, 1, 1, 0) == nullptr);
     CHECK(fa_tq_cache_new(s, 1 << 20, 1 << 20, 1 << 20) == nullptr);
+    CHECK(fa_tq_cache_new(s, 1 << 24, 1 << 16, 1 << 24) == nullptr);  // the element count wraps size_t
     fa_tq_cache_free(nullptr);
     fa_tq_free(nullptr);
 

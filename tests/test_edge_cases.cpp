@@ -83,7 +83,7 @@ TEST_CASE("edge: constant vectors and extreme magnitudes are scale-invariant") {
         REQUIRE(f.encode(base) == TQ_OK);
         const auto base_code = f.code;
         const float base_scale = f.scale;
-        for (float magnitude : {1e-30f, 1e30f, 1e-36f, 1e36f}) {
+        for (float magnitude : {1e-30f, 1e30f, 1e-36f, 1e34f}) {
             CAPTURE(magnitude);
             std::vector<float> x(d);
             for (int i = 0; i < d; ++i) x[i] = base[i] * magnitude;
@@ -125,5 +125,30 @@ TEST_CASE("edge: NaN, Inf and norms beyond float are refused and nothing is writ
         CHECK(f.encode(std::vector<float>(d, FLT_MAX)) == TQ_ERROR_RANGE);  // |x| = sqrt(d) FLT_MAX
         for (auto b : f.code) REQUIRE(b == 0xAB);
         CHECK(f.scale == -7);
+    }
+}
+
+TEST_CASE("edge: norms up to TQ_MAX_NORM decode to finite values, larger ones are refused") {
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.bits);
+        Fixture f(v);
+        const double limit = TQ_MAX_NORM(d);
+        for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
+            f.kind = kind;
+            std::vector<float> one_hot(d, 0.0f), spread = tq::test::gaussian(d, 13);
+            one_hot[d / 3] = static_cast<float>(limit * 0.999);
+            const double spread_norm = std::sqrt(tq::test::dot(spread, spread));
+            for (auto& e : spread) e = static_cast<float>(e * limit * 0.999 / spread_norm);
+            for (const auto* x : {&one_hot, &spread}) {
+                REQUIRE(f.encode(*x) == TQ_OK);
+                f.decode();
+                CHECK(all_finite(f.out));
+                CHECK(f.relative_error(*x) < 4 * v.mse_unit_vector + 1e-6);
+            }
+            one_hot[d / 3] = static_cast<float>(limit * 1.01);
+            CHECK(f.encode(one_hot) == TQ_ERROR_RANGE);
+        }
     }
 }

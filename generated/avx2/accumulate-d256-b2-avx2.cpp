@@ -86,7 +86,7 @@ void tq_accumulate_d256_b2__avx2(const float* weights, const uint8_t* codes, con
     V a31 = load(ap + 248);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
-        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);

@@ -25,7 +25,7 @@ void tq_accumulate_d64_b2__avx2(const float* weights, const uint8_t* codes, cons
     V a7 = load(acc + 56);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 16;
-        prefetch(p + 512);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         a0 = fmadd(w, centroids.lookup(field<0, 3>(p + 0)), a0);
         a1 = fmadd(w, centroids.lookup(field<0, 3>(p + 8)), a1);

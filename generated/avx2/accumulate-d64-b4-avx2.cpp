@@ -38,7 +38,7 @@ void tq_accumulate_d64_b4__avx2(const float* weights, const uint8_t* codes, cons
     V a7 = load(ap + 56);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 32;
-        prefetch(p + 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         const I w0 = load_dwords(p + 0);
         a0 = fmadd(w, centroids.lookup_field<15>(w0), a0);

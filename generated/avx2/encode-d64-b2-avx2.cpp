@@ -6,7 +6,6 @@
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
-#include <cfloat>
 #include <cmath>
 #include <type_traits>
 
@@ -16,7 +15,8 @@ namespace tq::avx2 {
 // Lloyd-Max level packed into 16 bytes, and the scale to *scale (the norm
 // n, or n <u, c> / |c|^2 for TQ_SCALE_LEAST_SQUARES).  The same bytes and scale
 // as every other ISA: the double sums and the rotation round as the scalar
-// kernel does.  Returns TQ_ERROR_NONFINITE / TQ_ERROR_RANGE having written nothing.
+// kernel does.  Returns TQ_ERROR_NONFINITE, or TQ_ERROR_RANGE above TQ_MAX_NORM(d),
+// having written nothing.
 int tq_encode_d64_b2__avx2(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d64_b2;
     V r0 = load(x + 0);
@@ -39,7 +39,7 @@ int tq_encode_d64_b2__avx2(const float* signs, const float* x, int scale_kind, u
     const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
-    if (norm > FLT_MAX) return TQ_ERROR_RANGE;
+    if (norm > TQ_MAX_NORM(64)) return TQ_ERROR_RANGE;  // decode must stay finite
     const double inv = norm > 0 ? 1 / norm : 0;
     r0 = mul(scale_in_double(r0, inv), load(signs + 0));
     r1 = mul(scale_in_double(r1, inv), load(signs + 8));

@@ -54,7 +54,7 @@ void tq_score_d128_b2__avx2(const float* q, const uint8_t* codes, const float* s
     const V q15 = load(qp + 120);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 32;
-        prefetch(p + 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         a0 = fmadd(q0, centroids.lookup_field<3>(w0), a0);

@@ -33,7 +33,7 @@ void tq_score_d128_b3__avx2(const float* q, const uint8_t* codes, const float* s
     const V q15 = load(q + 120);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 48;
-        prefetch(p + 1536);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1536);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32)))), a0);
         a1 = fmadd(q1, centroids.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 40)))), a1);

@@ -86,7 +86,7 @@ void tq_score_d256_b2__avx2(const float* q, const uint8_t* codes, const float* s
     const V q31 = load(qp + 248);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
-        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);

@@ -25,7 +25,7 @@ void tq_score_d64_b2__avx2(const float* q, const uint8_t* codes, const float* sc
     const V q7 = load(q + 56);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 16;
-        prefetch(p + 512);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(field<0, 3>(p + 0)), a0);
         a1 = fmadd(q1, centroids.lookup(field<0, 3>(p + 8)), a1);

@@ -38,7 +38,7 @@ void tq_score_d64_b4__avx2(const float* q, const uint8_t* codes, const float* sc
     const V q7 = load(qp + 56);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 32;
-        prefetch(p + 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         a0 = fmadd(q0, centroids.lookup_field<15>(w0), a0);

@@ -25,7 +25,7 @@ void tq_accumulate_d128_b3__avx512(const float* weights, const uint8_t* codes, c
     V a7 = load(acc + 112);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 48;
-        prefetch(p + 1536);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1536);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         a0 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32)))), a0);
         a1 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 32)))), a1);

@@ -38,7 +38,7 @@ void tq_accumulate_d128_b4__avx512(const float* weights, const uint8_t* codes, c
     V a7 = load(ap + 112);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
-        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         const I w0 = load_dwords(p + 0);
         a0 = fmadd(w, centroids.lookup_field<15>(w0), a0);

@@ -33,7 +33,7 @@ void tq_accumulate_d256_b3__avx512(const float* weights, const uint8_t* codes, c
     V a15 = load(acc + 240);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 96;
-        prefetch(p + 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         a0 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0);
         a1 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 80)))), a1);

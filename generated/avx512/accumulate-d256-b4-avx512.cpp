@@ -54,7 +54,7 @@ void tq_accumulate_d256_b4__avx512(const float* weights, const uint8_t* codes, c
     V a15 = load(ap + 240);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 128;
-        prefetch(p + 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 64);

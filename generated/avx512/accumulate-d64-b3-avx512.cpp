@@ -21,7 +21,7 @@ void tq_accumulate_d64_b3__avx512(const float* weights, const uint8_t* codes, co
     V a3 = load(acc + 48);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 24;
-        prefetch(p + 768);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         a0 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16)))), a0);
         a1 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16)))), a1);

@@ -21,7 +21,7 @@ void tq_accumulate_d64_b4__avx512(const float* weights, const uint8_t* codes, co
     V a3 = load(acc + 48);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 32;
-        prefetch(p + 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
         a0 = fmadd(w, centroids.lookup(field<0, 15>(p + 0)), a0);
         a1 = fmadd(w, centroids.lookup(field<0, 15>(p + 16)), a1);

@@ -38,7 +38,7 @@ void tq_score_d128_b4__avx512(const float* q, const uint8_t* codes, const float*
     const V q7 = load(qp + 112);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 64;
-        prefetch(p + 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         a0 = fmadd(q0, centroids.lookup_field<15>(w0), a0);

@@ -33,7 +33,7 @@ void tq_score_d256_b3__avx512(const float* q, const uint8_t* codes, const float*
     const V q15 = load(q + 240);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 96;
-        prefetch(p + 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0);
         a1 = fmadd(q1, centroids.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 80)))), a1);

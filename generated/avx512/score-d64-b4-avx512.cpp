@@ -21,7 +21,7 @@ void tq_score_d64_b4__avx512(const float* q, const uint8_t* codes, const float* 
     const V q3 = load(q + 48);
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 32;
-        prefetch(p + 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(field<0, 15>(p + 0)), a0);
         a1 = fmadd(q1, centroids.lookup(field<0, 15>(p + 16)), a1);

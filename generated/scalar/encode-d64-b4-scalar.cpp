@@ -6,7 +6,6 @@
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
-#include <cfloat>
 #include <cmath>
 #include <type_traits>
 
@@ -18,7 +17,7 @@ void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 // Lloyd-Max level packed into 32 bytes, and the scale to *scale:
 // the norm n, or (TQ_SCALE_LEAST_SQUARES) n <u, c> / |c|^2 with c the chosen
 // centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
-// Inf, and TQ_ERROR_RANGE if the norm exceeds FLT_MAX.
+// Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d64_b4__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb = tq::codebooks::d64_b4;
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
@@ -34,7 +33,7 @@ int tq_encode_d64_b4__scalar(const float* signs, const float* x, int scale_kind,
     const double ss = squares.total();
     if (!std::isfinite(ss)) return TQ_ERROR_NONFINITE;
     const double norm = std::sqrt(ss);
-    if (norm > FLT_MAX) return TQ_ERROR_RANGE;
+    if (norm > TQ_MAX_NORM(64)) return TQ_ERROR_RANGE;  // decode must stay finite
     const double inv = norm > 0 ? 1 / norm : 0;
     float u[64];
     scale8(u + 0, x + 0, inv);

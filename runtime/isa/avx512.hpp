@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -164,7 +165,10 @@ inline void store_bytes(uint8_t* dst, I x) {
 // A register of 16 dwords from p[0..64) (the dword_lanes unpacking).
 inline I load_dwords(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
-// Hint the cache to fetch p (never faults, even past the end of an array).
-inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// Hint the cache to fetch the line `ahead` bytes after p.  The address is formed
+// as an integer: it may lie past the end of the array, which a prefetch never touches.
+inline void prefetch(const void* p, std::size_t ahead) {
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + ahead), _MM_HINT_T0);
+}
 
 }  // namespace tq::avx512

@@ -16,6 +16,33 @@
 
 using namespace tq::detail;
 
+namespace {
+
+// Refuses (before anything is written) a query whose scores could overflow:
+// |score| <= softmax_scale |q| max_t |key scale_t| since |c_hat| <= 1.
+int check_score_range(const char* fn, const fa_tq_cache* cache, int layer, std::size_t n,
+                      const std::vector<float>& new_key_scales, const float* q, int n_q_heads, int d, float scale) {
+    double key_max = 0;
+    for (float s : new_key_scales) key_max = std::max(key_max, double(std::abs(s)));
+    for (int h = 0; h < cache->num_heads; ++h) {
+        const float* s = &cache->keys.scales[cache->stream_index(layer, h)];
+        for (std::size_t t = 0; t < n; ++t) key_max = std::max(key_max, double(std::abs(s[t])));
+    }
+    double q_max = 0;
+    for (int h = 0; h < n_q_heads; ++h) {
+        double qq = 0;
+        for (int i = 0; i < d; ++i) qq += double(q[std::size_t(h) * d + i]) * q[std::size_t(h) * d + i];
+        q_max = std::max(q_max, std::sqrt(qq));
+    }
+    if (double(scale) * q_max * key_max > 1e37)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " +
+                                        std::to_string(double(scale) * q_max * key_max) +
+                                        ", beyond what float scores hold (1e37)");
+    return FA_TQ_OK;
+}
+
+}  // namespace
+
 extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
                                int n_q_heads, const float* k, const float* v, float softmax_scale, float* out) {
     constexpr const char* fn = "fa_tq_attention";
@@ -35,23 +62,25 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
                     std::string(fn) + ": softmax_scale must be finite and >= 0 (0: 1/sqrt(head_dim))");
     if (int rc = check_write_pos(fn, cache, layer, pos, true)) return rc;
     if (int rc = check_write_pos(fn, cache, layer, pos, false)) return rc;
-    if (cache->ring && pos + 1 < cache->keys.length[layer])
+    const int newest = std::max(cache->keys.length[layer], cache->values.length[layer]) - 1;
+    if (cache->ring && pos < newest)
         return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache attends from its newest position (" +
-                                                   std::to_string(cache->keys.length[layer] - 1) + "), not pos " +
-                                                   std::to_string(pos));
+                                                   std::to_string(newest) + "), not pos " + std::to_string(pos));
     if (int rc = check_finite(fn, q, std::size_t(n_q_heads) * d, "q")) return rc;
 
     thread_local std::vector<std::uint8_t> key_codes, value_codes;
     thread_local std::vector<float> key_scales, value_scales, q_rot, scores, acc;
     if (int rc = encode_token(fn, state, cache, k, true, key_codes, key_scales)) return rc;
     if (int rc = encode_token(fn, state, cache, v, false, value_codes, value_scales)) return rc;
-    commit_token(cache, layer, pos, true, key_codes, key_scales);
-    commit_token(cache, layer, pos, false, value_codes, value_scales);
 
     const tq_kernels& kern = *state->kernels;
     const float scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1 / std::sqrt(double(d)));
     // Positions 0..pos; a ring holds the last max_seq_len of them, in slots [0, n) either way.
     const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
+    if (int rc = check_score_range(fn, cache, layer, n, key_scales, q, n_q_heads, d, scale)) return rc;
+    commit_token(cache, layer, pos, true, key_codes, key_scales);
+    commit_token(cache, layer, pos, false, value_codes, value_scales);
+
     const int group = n_q_heads / kv_heads;
     q_rot.resize(d);
     acc.resize(d);
@@ -68,11 +97,12 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
             s = std::exp(s - m);
             sum += s;
         }
+        // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
+        const float inv = static_cast<float>(1 / sum);
+        for (float& s : scores) s *= inv;
         std::fill(acc.begin(), acc.end(), 0.0f);
         kern.value->accumulate(scores.data(), &cache->values.codes[base * cache->values.code_bytes],
                                &cache->values.scales[base], n, acc.data());
-        const float inv = static_cast<float>(1 / sum);
-        for (float& x : acc) x *= inv;
         kern.unrotate(state->signs.data(), acc.data(), out + std::size_t(h) * d);
     }
     return FA_TQ_OK;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -52,15 +53,18 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* state, int num_layers,
     if (num_layers <= 0) return bad("num_layers", num_layers);
     if (num_heads <= 0) return bad("num_heads", num_heads);
     if (max_seq_len <= 0) return bad("max_seq_len", max_seq_len);
-    const std::size_t slots = std::size_t(num_layers) * num_heads * max_seq_len;
+    std::size_t slots = 0, bytes = 0;
     const std::size_t bytes_per_slot = state->kernels->key->code_bytes + state->kernels->value->code_bytes + 8;
-    if (slots > std::numeric_limits<std::size_t>::max() / 2 / bytes_per_slot) {
-        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": cache size overflows");
+    if (__builtin_mul_overflow(std::size_t(num_layers), std::size_t(num_heads), &slots) ||
+        __builtin_mul_overflow(slots, std::size_t(max_seq_len), &slots) ||
+        __builtin_mul_overflow(slots, bytes_per_slot, &bytes)) {
+        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": num_layers x num_heads x max_seq_len overflows memory sizes");
         return nullptr;
     }
     try {
-        auto* c = new fa_tq_cache{state->head_dim, state->key_bits, state->value_bits, state->scale_kind, state->seed,
-                                  num_layers, num_heads, max_seq_len, ring, {}, {}};
+        auto c = std::make_unique<fa_tq_cache>(fa_tq_cache{state->head_dim, state->key_bits, state->value_bits,
+                                                           state->scale_kind, state->seed, num_layers, num_heads,
+                                                           max_seq_len, ring, {}, {}});
         for (bool is_key : {true, false}) {
             fa_tq_stream& s = c->stream(is_key);
             s.code_bytes = (is_key ? state->kernels->key : state->kernels->value)->code_bytes;
@@ -68,9 +72,9 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* state, int num_layers,
             s.scales.assign(slots, 0.0f);
             s.length.assign(num_layers, 0);
         }
-        return c;
+        return c.release();
     } catch (const std::bad_alloc&) {
-        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": out of memory for " + std::to_string(slots) + " slots");
+        fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(bytes) + " bytes");
         return nullptr;
     }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace tq::detail {
@@ -44,7 +45,7 @@ int check_write_pos(const char* fn, const fa_tq_cache* cache, int layer, int pos
     const int length = cache->stream(is_key).length[layer];
     const int oldest = cache->ring ? std::max(0, length - cache->max_seq_len) : 0;
     const int limit = cache->ring ? length : std::min(length, cache->max_seq_len - 1);
-    if (pos < oldest || pos > limit)
+    if (pos < oldest || pos > limit || pos == std::numeric_limits<int>::max())
         return fail(TQ_ERROR_INVALID_ARGUMENT,
                     std::string(fn) + ": pos " + std::to_string(pos) + " out of range for layer " +
                         std::to_string(layer) + (is_key ? " keys" : " values") + ": it holds " +

@@ -9,6 +9,7 @@
 #ifndef TURBOQUANT_KERNEL_TYPES_H
 #define TURBOQUANT_KERNEL_TYPES_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,8 +23,15 @@ enum tq_status {
     TQ_ERROR_INVALID_ARGUMENT = 1, /* NULL pointer, out-of-range index or size */
     TQ_ERROR_UNSUPPORTED = 2,      /* head_dim or bits not compiled into this build */
     TQ_ERROR_NONFINITE = 3,        /* NaN or Inf in an input vector */
-    TQ_ERROR_RANGE = 4             /* a vector's norm exceeds FLT_MAX */
+    TQ_ERROR_RANGE = 4,            /* a magnitude beyond what stays finite (TQ_MAX_NORM) */
+    TQ_ERROR_OUT_OF_MEMORY = 5
 };
+
+/* The largest vector norm encode accepts at head dim d: decoding runs the
+ * unnormalized transform, whose intermediates reach sqrt(d) times the scale, and
+ * the least-squares scale can exceed the norm by ~1.3x, so norms up to
+ * FLT_MAX / (4 sqrt(d)) (7.5e36 at d = 128) decode to finite values. */
+#define TQ_MAX_NORM(d) (3.4028234663852886e38 / (4.0 * sqrt((double)(d))))
 
 /* How encode chooses a vector's scale s (x is reconstructed as s R^T c[levels]):
  * the norm ‖x‖ (the paper's), or the least-squares s = ‖x‖ <u, ĉ> / ‖ĉ‖², which
@@ -33,8 +41,8 @@ enum tq_scale_kind { TQ_SCALE_NORM = 0, TQ_SCALE_LEAST_SQUARES = 1 };
 /* out = H (signs ⊙ in) (rotate) or signs ⊙ (H in) (unrotate); out may alias in. */
 typedef void (*tq_rotate_fn)(const float* signs, const float* in, float* out);
 /* Rotate, normalize, quantize and pack x: writes code[d*b/8] and *scale (of the
- * given tq_scale_kind).  Returns TQ_OK, or TQ_ERROR_NONFINITE / TQ_ERROR_RANGE
- * having written nothing. */
+ * given tq_scale_kind).  Returns TQ_OK, or TQ_ERROR_NONFINITE (NaN/Inf in x) /
+ * TQ_ERROR_RANGE (norm above TQ_MAX_NORM(d)) having written nothing. */
 typedef int (*tq_encode_fn)(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale);
 /* out[d] = unrotate(scale * centroid[level_i]). */
 typedef void (*tq_decode_fn)(const float* signs, const uint8_t* code, float scale, float* out);

@@ -68,7 +68,7 @@ void fa_tq_free(fa_tq_state* state); /* NULL is a no-op */
  * Positions are written in order: pos may overwrite any written position or
  * append the next one (pos == length), never leave a gap. */
 fa_tq_cache* fa_tq_cache_new(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len);
-/* The same, as a ring buffer: pos is absolute and unbounded, stored at slot
+/* The same, as a ring buffer: pos is absolute (below INT_MAX), stored at slot
  * pos % max_seq_len; attention sees the last max_seq_len positions. */
 fa_tq_cache* fa_tq_cache_new_ring(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len);
 void fa_tq_cache_free(fa_tq_cache* cache); /* NULL is a no-op */
@@ -79,7 +79,8 @@ int fa_tq_cache_clear(fa_tq_cache* cache);
 int fa_tq_cache_seq_len(const fa_tq_cache* cache);
 
 /* Quantize vec[num_heads * head_dim] (one token's keys or values for all KV
- * heads) into `layer` at `pos`.  Refuses NaN/Inf (FA: TQ_ERROR_NONFINITE). */
+ * heads) into `layer` at `pos`.  Refuses NaN/Inf (TQ_ERROR_NONFINITE) and norms
+ * above TQ_MAX_NORM(head_dim) (TQ_ERROR_RANGE). */
 int fa_tq_quantize(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* vec, bool is_key);
 
 /* Decode positions start .. start+count-1 of `layer` into
