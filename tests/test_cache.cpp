@@ -205,6 +205,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
 
     // construction
     CHECK(fa_tq_init(100, config, 1) == nullptr);
+    CHECK(tq_last_status() == TQ_ERROR_UNSUPPORTED);
     CHECK(std::string(fa_tq_last_error()).find("this build has head_dim") != std::string::npos);
     CHECK(fa_tq_init(d, fa_tq_config{9, 2, FA_TQ_SCALE_DEFAULT}, 1) == nullptr);
     CHECK(fa_tq_init(d, fa_tq_config{v.bits, v.bits, static_cast<fa_tq_scale>(3)}, 1) == nullptr);
@@ -214,6 +215,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(fa_tq_cache_new_ring(s, 1, 1, 0) == nullptr);
     CHECK(fa_tq_cache_new(s, 1 << 20, 1 << 20, 1 << 20) == nullptr);
     CHECK(fa_tq_cache_new(s, 1 << 24, 1 << 16, 1 << 24) == nullptr);  // the element count wraps size_t
+    CHECK(tq_last_status() == TQ_ERROR_INVALID_ARGUMENT);
     fa_tq_cache_free(nullptr);
     fa_tq_free(nullptr);
 

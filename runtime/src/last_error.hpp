@@ -7,9 +7,8 @@
 
 namespace tq::detail {
 
-// Records `message` for tq_last_error() and returns `code`, so C entry points
-// can `return fail(TQ_ERROR_..., "...")`.
+// Records `message` and `code` for tq_last_error() / tq_last_status() and returns
+// `code`, so C entry points can `return fail(TQ_ERROR_..., "...")`.
 int fail(tq_status code, std::string message);
-void clear_error();
 
 }  // namespace tq::detail

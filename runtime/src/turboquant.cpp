@@ -21,7 +21,7 @@ void check_size(const char* what, std::size_t got, std::size_t want) {
 Quantizer::Quantizer(int head_dim, Config config, std::uint64_t seed)
     : state_(fa_tq_init(head_dim, fa_tq_config{config.key_bits, config.value_bits, config.scale}, seed)),
       head_dim_(head_dim) {
-    if (!state_) throw Error(TQ_ERROR_UNSUPPORTED, fa_tq_last_error());
+    if (!state_) throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
 KVCache::KVCache(const Quantizer& quantizer, int num_layers, int num_heads, int max_seq_len, Mode mode)
@@ -29,7 +29,7 @@ KVCache::KVCache(const Quantizer& quantizer, int num_layers, int num_heads, int 
       cache_(mode == Mode::ring ? fa_tq_cache_new_ring(quantizer.get(), num_layers, num_heads, max_seq_len)
                                 : fa_tq_cache_new(quantizer.get(), num_layers, num_heads, max_seq_len)),
       num_heads_(num_heads) {
-    if (!cache_) throw Error(TQ_ERROR_INVALID_ARGUMENT, fa_tq_last_error());
+    if (!cache_) throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
 void KVCache::quantize(int layer, int pos, std::span<const float> vec, Kind kind) {
@@ -41,7 +41,7 @@ void KVCache::dequantize(int layer, int start, int count, Kind kind, std::span<f
     if (count < 0) throw Error(TQ_ERROR_INVALID_ARGUMENT, "tq::KVCache::dequantize: count is negative");
     check_size("out", out.size(), std::size_t(count) * num_heads_ * quantizer_->head_dim());
     if (!fa_tq_dequantize(quantizer_->get(), cache_.get(), layer, start, count, kind == Kind::key, out.data()))
-        throw Error(TQ_ERROR_INVALID_ARGUMENT, fa_tq_last_error());
+        throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
 void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<const float> k,

@@ -37,8 +37,11 @@ int tq_rotation_signs(int head_dim, uint64_t seed, float* signs);
 size_t tq_variant_count(void);
 const tq_bit_kernels* tq_variant(size_t index);
 
-/* The message of the last failed call on this thread ("" if none). */
+/* The message and the tq_status of the last failed call on this thread ("" and
+ * TQ_OK if none).  Pointer-returning calls (fa_tq_init, fa_tq_cache_new, ...)
+ * report their reason here. */
 const char* tq_last_error(void);
+int tq_last_status(void);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 #define TURBOQUANT_TURBOQUANT_H
 
 #include "turboquant/kernel_types.h"
+#include "turboquant/registry.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -107,7 +108,8 @@ int fa_tq_cache_evict(fa_tq_cache* cache, int n);
  * and the cache's total allocation.  Either pointer may be NULL. */
 int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total);
 
-/* The message of the last failed call on this thread ("" if none). */
+/* The message of the last failed call on this thread ("" if none); its status
+ * code is tq_last_status() (registry.h). */
 const char* fa_tq_last_error(void);
 
 #ifdef __cplusplus
