@@ -15,6 +15,9 @@ from layout import code_bytes
 
 ISAS = ("scalar", "avx2", "avx512")
 LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: per 8-lane block)
+# Registers a rotation keeps live at once: AVX2 has 16, AVX-512 32, and the
+# in-register stages need a few for constants and temporaries.
+REG_BUDGET = {"scalar": 0, "avx2": 8, "avx512": 16}
 BIT_KERNELS = ("encode", "decode", "score", "accumulate", "pack")
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
 MIN_BITS, MAX_BITS = 1, 8
@@ -99,8 +102,10 @@ def outputs(cfg: Config) -> list[Output]:
         lanes = LANES[isa]
         for d in cfg.head_dims:
             nregs = d // lanes
+            budget = min(nregs, REG_BUDGET[isa])
             ctx = dict(head_dim=d, isa=isa, log2d=int(math.log2(d)), lanes=lanes, nregs=nregs,
-                       reg_stages=int(math.log2(nregs)),
+                       reg_stages=int(math.log2(nregs)), chunk=budget,
+                       chunk_stages=int(math.log2(budget)) if budget else 0,
                        name=kernel_name("rotate", d, None, isa), inverse_name=kernel_name("unrotate", d, None, isa),
                        ops=rotation_ops(d))
             outs.append(Output("rotate", f"{isa}/rotate-d{d}-{isa}.cpp", f"{family}/rotate.cpp.j2", ctx,

@@ -9,182 +9,219 @@
 
 namespace tq::avx2 {
 
-// y = H (s ⊙ x) with s = D/sqrt(d), the whole vector in 16 registers.  out may alias in.
+// 16 registers would not fit: the stages within each chunk of 8 registers
+// (64 coordinates) run in registers, the later stages through memory
+// (in L1), in the same order as every other ISA.
+// y = H (s ⊙ x) with s = D/sqrt(d).  out may alias in.
 void tq_rotate_d128__avx2(const float* signs, const float* in, float* out) {
-    V r0 = mul(load(in + 0), load(signs + 0));
-    V r1 = mul(load(in + 8), load(signs + 8));
-    V r2 = mul(load(in + 16), load(signs + 16));
-    V r3 = mul(load(in + 24), load(signs + 24));
-    V r4 = mul(load(in + 32), load(signs + 32));
-    V r5 = mul(load(in + 40), load(signs + 40));
-    V r6 = mul(load(in + 48), load(signs + 48));
-    V r7 = mul(load(in + 56), load(signs + 56));
-    V r8 = mul(load(in + 64), load(signs + 64));
-    V r9 = mul(load(in + 72), load(signs + 72));
-    V r10 = mul(load(in + 80), load(signs + 80));
-    V r11 = mul(load(in + 88), load(signs + 88));
-    V r12 = mul(load(in + 96), load(signs + 96));
-    V r13 = mul(load(in + 104), load(signs + 104));
-    V r14 = mul(load(in + 112), load(signs + 112));
-    V r15 = mul(load(in + 120), load(signs + 120));
-    r0 = fwht_lanes(r0);
-    r1 = fwht_lanes(r1);
-    r2 = fwht_lanes(r2);
-    r3 = fwht_lanes(r3);
-    r4 = fwht_lanes(r4);
-    r5 = fwht_lanes(r5);
-    r6 = fwht_lanes(r6);
-    r7 = fwht_lanes(r7);
-    r8 = fwht_lanes(r8);
-    r9 = fwht_lanes(r9);
-    r10 = fwht_lanes(r10);
-    r11 = fwht_lanes(r11);
-    r12 = fwht_lanes(r12);
-    r13 = fwht_lanes(r13);
-    r14 = fwht_lanes(r14);
-    r15 = fwht_lanes(r15);
-    // butterflies 8 apart
-    butterfly(r0, r1);
-    butterfly(r2, r3);
-    butterfly(r4, r5);
-    butterfly(r6, r7);
-    butterfly(r8, r9);
-    butterfly(r10, r11);
-    butterfly(r12, r13);
-    butterfly(r14, r15);
-    // butterflies 16 apart
-    butterfly(r0, r2);
-    butterfly(r1, r3);
-    butterfly(r4, r6);
-    butterfly(r5, r7);
-    butterfly(r8, r10);
-    butterfly(r9, r11);
-    butterfly(r12, r14);
-    butterfly(r13, r15);
-    // butterflies 32 apart
-    butterfly(r0, r4);
-    butterfly(r1, r5);
-    butterfly(r2, r6);
-    butterfly(r3, r7);
-    butterfly(r8, r12);
-    butterfly(r9, r13);
-    butterfly(r10, r14);
-    butterfly(r11, r15);
-    // butterflies 64 apart
-    butterfly(r0, r8);
-    butterfly(r1, r9);
-    butterfly(r2, r10);
-    butterfly(r3, r11);
-    butterfly(r4, r12);
-    butterfly(r5, r13);
-    butterfly(r6, r14);
-    butterfly(r7, r15);
+    {
+        V r0 = mul(load(in + 0), load(signs + 0));
+        V r1 = mul(load(in + 8), load(signs + 8));
+        V r2 = mul(load(in + 16), load(signs + 16));
+        V r3 = mul(load(in + 24), load(signs + 24));
+        V r4 = mul(load(in + 32), load(signs + 32));
+        V r5 = mul(load(in + 40), load(signs + 40));
+        V r6 = mul(load(in + 48), load(signs + 48));
+        V r7 = mul(load(in + 56), load(signs + 56));
+        r0 = fwht_lanes(r0);
+        r1 = fwht_lanes(r1);
+        r2 = fwht_lanes(r2);
+        r3 = fwht_lanes(r3);
+        r4 = fwht_lanes(r4);
+        r5 = fwht_lanes(r5);
+        r6 = fwht_lanes(r6);
+        r7 = fwht_lanes(r7);
+        // butterflies 8 apart
+        butterfly(r0, r1);
+        butterfly(r2, r3);
+        butterfly(r4, r5);
+        butterfly(r6, r7);
+        // butterflies 16 apart
+        butterfly(r0, r2);
+        butterfly(r1, r3);
+        butterfly(r4, r6);
+        butterfly(r5, r7);
+        // butterflies 32 apart
+        butterfly(r0, r4);
+        butterfly(r1, r5);
+        butterfly(r2, r6);
+        butterfly(r3, r7);
 
-    store(out + 0, r0);
-    store(out + 8, r1);
-    store(out + 16, r2);
-    store(out + 24, r3);
-    store(out + 32, r4);
-    store(out + 40, r5);
-    store(out + 48, r6);
-    store(out + 56, r7);
-    store(out + 64, r8);
-    store(out + 72, r9);
-    store(out + 80, r10);
-    store(out + 88, r11);
-    store(out + 96, r12);
-    store(out + 104, r13);
-    store(out + 112, r14);
-    store(out + 120, r15);
+        store(out + 0, r0);
+        store(out + 8, r1);
+        store(out + 16, r2);
+        store(out + 24, r3);
+        store(out + 32, r4);
+        store(out + 40, r5);
+        store(out + 48, r6);
+        store(out + 56, r7);
+    }
+    {
+        V r0 = mul(load(in + 64), load(signs + 64));
+        V r1 = mul(load(in + 72), load(signs + 72));
+        V r2 = mul(load(in + 80), load(signs + 80));
+        V r3 = mul(load(in + 88), load(signs + 88));
+        V r4 = mul(load(in + 96), load(signs + 96));
+        V r5 = mul(load(in + 104), load(signs + 104));
+        V r6 = mul(load(in + 112), load(signs + 112));
+        V r7 = mul(load(in + 120), load(signs + 120));
+        r0 = fwht_lanes(r0);
+        r1 = fwht_lanes(r1);
+        r2 = fwht_lanes(r2);
+        r3 = fwht_lanes(r3);
+        r4 = fwht_lanes(r4);
+        r5 = fwht_lanes(r5);
+        r6 = fwht_lanes(r6);
+        r7 = fwht_lanes(r7);
+        // butterflies 8 apart
+        butterfly(r0, r1);
+        butterfly(r2, r3);
+        butterfly(r4, r5);
+        butterfly(r6, r7);
+        // butterflies 16 apart
+        butterfly(r0, r2);
+        butterfly(r1, r3);
+        butterfly(r4, r6);
+        butterfly(r5, r7);
+        // butterflies 32 apart
+        butterfly(r0, r4);
+        butterfly(r1, r5);
+        butterfly(r2, r6);
+        butterfly(r3, r7);
+
+        store(out + 64, r0);
+        store(out + 72, r1);
+        store(out + 80, r2);
+        store(out + 88, r3);
+        store(out + 96, r4);
+        store(out + 104, r5);
+        store(out + 112, r6);
+        store(out + 120, r7);
+    }
+    // butterflies 64 apart
+    butterfly_in_memory(out + 0, out + 64);
+    butterfly_in_memory(out + 8, out + 72);
+    butterfly_in_memory(out + 16, out + 80);
+    butterfly_in_memory(out + 24, out + 88);
+    butterfly_in_memory(out + 32, out + 96);
+    butterfly_in_memory(out + 40, out + 104);
+    butterfly_in_memory(out + 48, out + 112);
+    butterfly_in_memory(out + 56, out + 120);
+
 }
 
 // x = s ⊙ (H y): the inverse (and transpose) of tq_rotate_d128__avx2.  out may alias in.
 void tq_unrotate_d128__avx2(const float* signs, const float* in, float* out) {
-    V r0 = load(in + 0);
-    V r1 = load(in + 8);
-    V r2 = load(in + 16);
-    V r3 = load(in + 24);
-    V r4 = load(in + 32);
-    V r5 = load(in + 40);
-    V r6 = load(in + 48);
-    V r7 = load(in + 56);
-    V r8 = load(in + 64);
-    V r9 = load(in + 72);
-    V r10 = load(in + 80);
-    V r11 = load(in + 88);
-    V r12 = load(in + 96);
-    V r13 = load(in + 104);
-    V r14 = load(in + 112);
-    V r15 = load(in + 120);
-    r0 = fwht_lanes(r0);
-    r1 = fwht_lanes(r1);
-    r2 = fwht_lanes(r2);
-    r3 = fwht_lanes(r3);
-    r4 = fwht_lanes(r4);
-    r5 = fwht_lanes(r5);
-    r6 = fwht_lanes(r6);
-    r7 = fwht_lanes(r7);
-    r8 = fwht_lanes(r8);
-    r9 = fwht_lanes(r9);
-    r10 = fwht_lanes(r10);
-    r11 = fwht_lanes(r11);
-    r12 = fwht_lanes(r12);
-    r13 = fwht_lanes(r13);
-    r14 = fwht_lanes(r14);
-    r15 = fwht_lanes(r15);
-    // butterflies 8 apart
-    butterfly(r0, r1);
-    butterfly(r2, r3);
-    butterfly(r4, r5);
-    butterfly(r6, r7);
-    butterfly(r8, r9);
-    butterfly(r10, r11);
-    butterfly(r12, r13);
-    butterfly(r14, r15);
-    // butterflies 16 apart
-    butterfly(r0, r2);
-    butterfly(r1, r3);
-    butterfly(r4, r6);
-    butterfly(r5, r7);
-    butterfly(r8, r10);
-    butterfly(r9, r11);
-    butterfly(r12, r14);
-    butterfly(r13, r15);
-    // butterflies 32 apart
-    butterfly(r0, r4);
-    butterfly(r1, r5);
-    butterfly(r2, r6);
-    butterfly(r3, r7);
-    butterfly(r8, r12);
-    butterfly(r9, r13);
-    butterfly(r10, r14);
-    butterfly(r11, r15);
-    // butterflies 64 apart
-    butterfly(r0, r8);
-    butterfly(r1, r9);
-    butterfly(r2, r10);
-    butterfly(r3, r11);
-    butterfly(r4, r12);
-    butterfly(r5, r13);
-    butterfly(r6, r14);
-    butterfly(r7, r15);
+    {
+        V r0 = load(in + 0);
+        V r1 = load(in + 8);
+        V r2 = load(in + 16);
+        V r3 = load(in + 24);
+        V r4 = load(in + 32);
+        V r5 = load(in + 40);
+        V r6 = load(in + 48);
+        V r7 = load(in + 56);
+        r0 = fwht_lanes(r0);
+        r1 = fwht_lanes(r1);
+        r2 = fwht_lanes(r2);
+        r3 = fwht_lanes(r3);
+        r4 = fwht_lanes(r4);
+        r5 = fwht_lanes(r5);
+        r6 = fwht_lanes(r6);
+        r7 = fwht_lanes(r7);
+        // butterflies 8 apart
+        butterfly(r0, r1);
+        butterfly(r2, r3);
+        butterfly(r4, r5);
+        butterfly(r6, r7);
+        // butterflies 16 apart
+        butterfly(r0, r2);
+        butterfly(r1, r3);
+        butterfly(r4, r6);
+        butterfly(r5, r7);
+        // butterflies 32 apart
+        butterfly(r0, r4);
+        butterfly(r1, r5);
+        butterfly(r2, r6);
+        butterfly(r3, r7);
 
-    store(out + 0, mul(r0, load(signs + 0)));
-    store(out + 8, mul(r1, load(signs + 8)));
-    store(out + 16, mul(r2, load(signs + 16)));
-    store(out + 24, mul(r3, load(signs + 24)));
-    store(out + 32, mul(r4, load(signs + 32)));
-    store(out + 40, mul(r5, load(signs + 40)));
-    store(out + 48, mul(r6, load(signs + 48)));
-    store(out + 56, mul(r7, load(signs + 56)));
-    store(out + 64, mul(r8, load(signs + 64)));
-    store(out + 72, mul(r9, load(signs + 72)));
-    store(out + 80, mul(r10, load(signs + 80)));
-    store(out + 88, mul(r11, load(signs + 88)));
-    store(out + 96, mul(r12, load(signs + 96)));
-    store(out + 104, mul(r13, load(signs + 104)));
-    store(out + 112, mul(r14, load(signs + 112)));
-    store(out + 120, mul(r15, load(signs + 120)));
+        store(out + 0, r0);
+        store(out + 8, r1);
+        store(out + 16, r2);
+        store(out + 24, r3);
+        store(out + 32, r4);
+        store(out + 40, r5);
+        store(out + 48, r6);
+        store(out + 56, r7);
+    }
+    {
+        V r0 = load(in + 64);
+        V r1 = load(in + 72);
+        V r2 = load(in + 80);
+        V r3 = load(in + 88);
+        V r4 = load(in + 96);
+        V r5 = load(in + 104);
+        V r6 = load(in + 112);
+        V r7 = load(in + 120);
+        r0 = fwht_lanes(r0);
+        r1 = fwht_lanes(r1);
+        r2 = fwht_lanes(r2);
+        r3 = fwht_lanes(r3);
+        r4 = fwht_lanes(r4);
+        r5 = fwht_lanes(r5);
+        r6 = fwht_lanes(r6);
+        r7 = fwht_lanes(r7);
+        // butterflies 8 apart
+        butterfly(r0, r1);
+        butterfly(r2, r3);
+        butterfly(r4, r5);
+        butterfly(r6, r7);
+        // butterflies 16 apart
+        butterfly(r0, r2);
+        butterfly(r1, r3);
+        butterfly(r4, r6);
+        butterfly(r5, r7);
+        // butterflies 32 apart
+        butterfly(r0, r4);
+        butterfly(r1, r5);
+        butterfly(r2, r6);
+        butterfly(r3, r7);
+
+        store(out + 64, r0);
+        store(out + 72, r1);
+        store(out + 80, r2);
+        store(out + 88, r3);
+        store(out + 96, r4);
+        store(out + 104, r5);
+        store(out + 112, r6);
+        store(out + 120, r7);
+    }
+    // butterflies 64 apart
+    butterfly_in_memory(out + 0, out + 64);
+    butterfly_in_memory(out + 8, out + 72);
+    butterfly_in_memory(out + 16, out + 80);
+    butterfly_in_memory(out + 24, out + 88);
+    butterfly_in_memory(out + 32, out + 96);
+    butterfly_in_memory(out + 40, out + 104);
+    butterfly_in_memory(out + 48, out + 112);
+    butterfly_in_memory(out + 56, out + 120);
+
+    store(out + 0, mul(load(out + 0), load(signs + 0)));
+    store(out + 8, mul(load(out + 8), load(signs + 8)));
+    store(out + 16, mul(load(out + 16), load(signs + 16)));
+    store(out + 24, mul(load(out + 24), load(signs + 24)));
+    store(out + 32, mul(load(out + 32), load(signs + 32)));
+    store(out + 40, mul(load(out + 40), load(signs + 40)));
+    store(out + 48, mul(load(out + 48), load(signs + 48)));
+    store(out + 56, mul(load(out + 56), load(signs + 56)));
+    store(out + 64, mul(load(out + 64), load(signs + 64)));
+    store(out + 72, mul(load(out + 72), load(signs + 72)));
+    store(out + 80, mul(load(out + 80), load(signs + 80)));
+    store(out + 88, mul(load(out + 88), load(signs + 88)));
+    store(out + 96, mul(load(out + 96), load(signs + 96)));
+    store(out + 104, mul(load(out + 104), load(signs + 104)));
+    store(out + 112, mul(load(out + 112), load(signs + 112)));
+    store(out + 120, mul(load(out + 120), load(signs + 120)));
 }
 
 static_assert(std::is_same_v<decltype(&tq_rotate_d128__avx2), tq_rotate_fn>);

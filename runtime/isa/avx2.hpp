@@ -164,4 +164,11 @@ inline void prefetch(const void* p, std::size_t ahead) {
     _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + ahead), _MM_HINT_T0);
 }
 
+// butterfly() on one register's worth of floats in memory.
+inline void butterfly_in_memory(float* a, float* b) {
+    const V x = load(a), y = load(b);
+    store(a, add(x, y));
+    store(b, sub(x, y));
+}
+
 }  // namespace tq::avx2
