@@ -35,18 +35,21 @@ struct Sum8 {
     }
 };
 
-// dst = H_8 src, the first three butterfly stages (1, 2, 4 apart); dst may alias src.
+// dst = H_8 src, the first three butterfly stages (1, 2, 4 apart), written out
+// so that the block stays in registers; dst may alias src.
 inline void fwht8(float* dst, const float* src) {
-    float a[8];
-    for (int k = 0; k < 8; ++k) a[k] = src[k];
-    for (int len = 1; len < 8; len <<= 1)
-        for (int i = 0; i < 8; i += 2 * len)
-            for (int j = i; j < i + len; ++j) {
-                const float u = a[j], v = a[j + len];
-                a[j] = u + v;
-                a[j + len] = u - v;
-            }
-    for (int k = 0; k < 8; ++k) dst[k] = a[k];
+    const float a0 = src[0] + src[1], a1 = src[0] - src[1], a2 = src[2] + src[3], a3 = src[2] - src[3];
+    const float a4 = src[4] + src[5], a5 = src[4] - src[5], a6 = src[6] + src[7], a7 = src[6] - src[7];
+    const float b0 = a0 + a2, b2 = a0 - a2, b1 = a1 + a3, b3 = a1 - a3;
+    const float b4 = a4 + a6, b6 = a4 - a6, b5 = a5 + a7, b7 = a5 - a7;
+    dst[0] = b0 + b4;
+    dst[4] = b0 - b4;
+    dst[1] = b1 + b5;
+    dst[5] = b1 - b5;
+    dst[2] = b2 + b6;
+    dst[6] = b2 - b6;
+    dst[3] = b3 + b7;
+    dst[7] = b3 - b7;
 }
 
 // (a, b) <- (a + b, a - b) on 8 lanes.
