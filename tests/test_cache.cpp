@@ -133,7 +133,14 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     for (int t = 0; t < 2 * max_seq; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), false) == FA_TQ_OK);
     for (int t = 0; t < 12; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), true) == FA_TQ_OK);
     auto huge_q = q;
-    for (auto& e : huge_q) e = 1e38f;  // finite, but the scores would not be
+    for (auto& e : huge_q) e = 1e38f;  // finite, but its rotation would not be
+    fa_tq_cache* big = fa_tq_cache_new(s, 1, H, max_seq);  // keys of norm ~1e30
+    REQUIRE(big);
+    auto big_x = x, large_q = q;
+    for (auto& e : big_x) e *= 1e29f;
+    for (auto& e : large_q) e = 1e8f;  // |q| x |k| ~ 1e39: each finite, the score not
+    for (int t = 0; t < 3; ++t)
+        for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, big, 0, t, big_x.data(), key) == FA_TQ_OK);
 
     struct Case {
         const char* what;
@@ -167,8 +174,10 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
          [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), nan_last.data(), 0, out.data()); }},
         {"attention NaN k", c, TQ_ERROR_NONFINITE,
          [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, nan_last.data(), x.data(), 0, out.data()); }},
-        {"attention scores overflow", c, TQ_ERROR_RANGE,
+        {"attention query beyond TQ_MAX_NORM", c, TQ_ERROR_RANGE,
          [&] { return fa_tq_attention(s, c, 0, 3, huge_q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
+        {"attention scores overflow", big, TQ_ERROR_RANGE,
+         [&] { return fa_tq_attention(s, big, 0, 3, large_q.data(), 2 * H, big_x.data(), big_x.data(), 0, out.data()); }},
         {"attention negative scale", c, TQ_ERROR_INVALID_ARGUMENT,
          [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), -1, out.data()); }},
         {"attention gap", c, TQ_ERROR_INVALID_ARGUMENT,
@@ -193,6 +202,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(std::all_of(out.begin(), out.end(), [](float e) { return e == 0.0f; }));  // no failed call wrote out
     fa_tq_cache_free(full);
     fa_tq_cache_free(ring);
+    fa_tq_cache_free(big);
     const Snapshot before(c);
 
     // dequantize: out of range, negative count, NULL out

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <string>
 
 using namespace tq::detail;
@@ -34,6 +35,9 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, int layer, std::
         for (int i = 0; i < d; ++i) qq += double(q[std::size_t(h) * d + i]) * q[std::size_t(h) * d + i];
         q_max = std::max(q_max, std::sqrt(qq));
     }
+    if (q_max > TQ_MAX_NORM(d))  // its rotation would overflow
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + std::to_string(q_max) +
+                                        " exceeds TQ_MAX_NORM(" + std::to_string(d) + ")");
     if (double(scale) * q_max * key_max > 1e37)
         return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " +
                                         std::to_string(double(scale) * q_max * key_max) +
@@ -72,19 +76,23 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
     thread_local std::vector<float> key_scales, value_scales, q_rot, scores, acc;
     if (int rc = encode_token(fn, state, cache, k, true, key_codes, key_scales)) return rc;
     if (int rc = encode_token(fn, state, cache, v, false, value_codes, value_scales)) return rc;
+    const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
+    try {
+        q_rot.resize(d);
+        acc.resize(d);
+        scores.resize(n);
+    } catch (const std::bad_alloc&) {
+        return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
+    }
 
     const tq_kernels& kern = *state->kernels;
     const float scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1 / std::sqrt(double(d)));
     // Positions 0..pos; a ring holds the last max_seq_len of them, in slots [0, n) either way.
-    const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
     if (int rc = check_score_range(fn, cache, layer, n, key_scales, q, n_q_heads, d, scale)) return rc;
     commit_token(cache, layer, pos, true, key_codes, key_scales);
     commit_token(cache, layer, pos, false, value_codes, value_scales);
 
     const int group = n_q_heads / kv_heads;
-    q_rot.resize(d);
-    acc.resize(d);
-    scores.resize(n);
     for (int h = 0; h < n_q_heads; ++h) {
         const std::size_t base = cache->stream_index(layer, h / group);
         kern.rotate(state->signs.data(), q + std::size_t(h) * d, q_rot.data());

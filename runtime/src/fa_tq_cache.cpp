@@ -16,8 +16,12 @@ int encode_token(const char* fn, const fa_tq_state* state, const fa_tq_cache* ca
                  std::vector<std::uint8_t>& codes, std::vector<float>& scales) {
     const tq_bit_kernels& k = is_key ? *state->kernels->key : *state->kernels->value;
     const int d = state->head_dim;
-    codes.resize(k.code_bytes * cache->num_heads);
-    scales.resize(cache->num_heads);
+    try {
+        codes.resize(k.code_bytes * cache->num_heads);
+        scales.resize(cache->num_heads);
+    } catch (const std::bad_alloc&) {
+        return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for one token's codes");
+    }
     for (int h = 0; h < cache->num_heads; ++h) {
         const int rc = k.encode(state->signs.data(), vec + static_cast<std::size_t>(h) * d, state->scale_kind,
                                 &codes[h * k.code_bytes], &scales[h]);

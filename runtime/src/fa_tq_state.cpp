@@ -32,15 +32,15 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
         fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: ") + tq_last_error());
         return nullptr;
     }
-    auto* state = new (std::nothrow) fa_tq_state{head_dim, config.key_bits, config.value_bits, scale_kind, seed,
-                                                 kernels, {}};
-    if (!state) {
-        fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: out of memory");
+    try {
+        auto* state = new fa_tq_state{head_dim, config.key_bits, config.value_bits, scale_kind, seed, kernels,
+                                      std::vector<float>(head_dim)};
+        tq_rotation_signs(head_dim, seed, state->signs.data());
+        return state;
+    } catch (const std::bad_alloc&) {
+        fail(TQ_ERROR_OUT_OF_MEMORY, "fa_tq_init: out of memory");
         return nullptr;
     }
-    state->signs.resize(head_dim);
-    tq_rotation_signs(head_dim, seed, state->signs.data());
-    return state;
 }
 
 void fa_tq_free(fa_tq_state* state) { delete state; }

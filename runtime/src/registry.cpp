@@ -87,10 +87,11 @@ Registry build_registry(const char* isa) {
     return r;
 }
 
-// The tables of one ISA, built once.
+// The tables of one ISA, built once and never freed: pointers into them stay
+// valid until the process ends, even in other static destructors.
 const Registry& registry_of(int index) {
-    static const Registry all[kIsaCount] = {build_registry(kIsaPreference[0]), build_registry(kIsaPreference[1]),
-                                            build_registry(kIsaPreference[2])};
+    static const Registry* const all = new Registry[kIsaCount]{
+        build_registry(kIsaPreference[0]), build_registry(kIsaPreference[1]), build_registry(kIsaPreference[2])};
     return all[index];
 }
 
@@ -167,7 +168,7 @@ std::vector<std::string> available_isas() {
 }
 
 std::vector<float> rotation_signs(int head_dim, std::uint64_t seed) {
-    std::vector<float> signs(head_dim > 0 ? head_dim : 0);
+    std::vector<float> signs(head_dim > 0 ? head_dim : 1);
     if (tq_rotation_signs(head_dim, seed, signs.data()) != TQ_OK)
         throw Error(TQ_ERROR_UNSUPPORTED, tq_last_error());
     return signs;
