@@ -47,8 +47,8 @@ void tq_score_d256_b3__avx2(const float* q, const uint8_t* codes, const float* s
     const V q29 = load(q + 232);
     const V q30 = load(q + 240);
     const V q31 = load(q + 248);
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 96;
+    // The sum of one key's products, still spread over the lanes.
+    auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0);
@@ -83,8 +83,15 @@ void tq_score_d256_b3__avx2(const float* q, const uint8_t* codes, const float* s
         a1 = fmadd(q29, centroids.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 72)))), a1);
         a0 = fmadd(q30, centroids.lookup(or_(field<6, 255>(p + 48), shl<2>(field<7, 255>(p + 80)))), a0);
         a1 = fmadd(q31, centroids.lookup(or_(field<6, 255>(p + 56), shl<2>(field<7, 255>(p + 88)))), a1);
-        out[t] = scales[t] * hsum(add(a0, a1));
+        return add(a0, a1);
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        V sums[kLanes];
+        for (int j = 0; j < kLanes; ++j) sums[j] = key_sum(codes + (t + j) * 96);
+        store(out + t, mul(hsum_lanes(sums), load(scales + t)));
     }
+    for (; t < n; ++t) out[t] = scales[t] * hsum(key_sum(codes + t * 96));
 }
 
 static_assert(std::is_same_v<decltype(&tq_score_d256_b3__avx2), tq_score_fn>);

@@ -36,8 +36,8 @@ void tq_score_d64_b4__avx2(const float* q, const uint8_t* codes, const float* sc
     const V q5 = load(qp + 40);
     const V q6 = load(qp + 48);
     const V q7 = load(qp + 56);
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 32;
+    // The sum of one key's products, still spread over the lanes.
+    auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
@@ -49,8 +49,15 @@ void tq_score_d64_b4__avx2(const float* q, const uint8_t* codes, const float* sc
         a1 = fmadd(q5, centroids.lookup_field<15>(shr<20>(w0)), a1);
         a0 = fmadd(q6, centroids.lookup_field<15>(shr<24>(w0)), a0);
         a1 = fmadd(q7, centroids.lookup(shr<28>(w0)), a1);
-        out[t] = scales[t] * hsum(add(a0, a1));
+        return add(a0, a1);
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        V sums[kLanes];
+        for (int j = 0; j < kLanes; ++j) sums[j] = key_sum(codes + (t + j) * 32);
+        store(out + t, mul(hsum_lanes(sums), load(scales + t)));
     }
+    for (; t < n; ++t) out[t] = scales[t] * hsum(key_sum(codes + t * 32));
 }
 
 static_assert(std::is_same_v<decltype(&tq_score_d64_b4__avx2), tq_score_fn>);

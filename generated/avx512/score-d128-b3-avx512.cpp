@@ -23,8 +23,8 @@ void tq_score_d128_b3__avx512(const float* q, const uint8_t* codes, const float*
     const V q5 = load(q + 80);
     const V q6 = load(q + 96);
     const V q7 = load(q + 112);
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 48;
+    // The sum of one key's products, still spread over the lanes.
+    auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 1536);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32)))), a0);
@@ -35,8 +35,15 @@ void tq_score_d128_b3__avx512(const float* q, const uint8_t* codes, const float*
         a1 = fmadd(q5, centroids.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 32)))), a1);
         a0 = fmadd(q6, centroids.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 32)))), a0);
         a1 = fmadd(q7, centroids.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 32)))), a1);
-        out[t] = scales[t] * hsum(add(a0, a1));
+        return add(a0, a1);
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        V sums[kLanes];
+        for (int j = 0; j < kLanes; ++j) sums[j] = key_sum(codes + (t + j) * 48);
+        store(out + t, mul(hsum_lanes(sums), load(scales + t)));
     }
+    for (; t < n; ++t) out[t] = scales[t] * hsum(key_sum(codes + t * 48));
 }
 
 static_assert(std::is_same_v<decltype(&tq_score_d128_b3__avx512), tq_score_fn>);

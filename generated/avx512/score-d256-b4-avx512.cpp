@@ -52,8 +52,8 @@ void tq_score_d256_b4__avx512(const float* q, const uint8_t* codes, const float*
     const V q13 = load(qp + 208);
     const V q14 = load(qp + 224);
     const V q15 = load(qp + 240);
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 128;
+    // The sum of one key's products, still spread over the lanes.
+    auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
@@ -74,8 +74,15 @@ void tq_score_d256_b4__avx512(const float* q, const uint8_t* codes, const float*
         a1 = fmadd(q13, centroids.lookup_field<15>(shr<20>(w1)), a1);
         a0 = fmadd(q14, centroids.lookup_field<15>(shr<24>(w1)), a0);
         a1 = fmadd(q15, centroids.lookup(shr<28>(w1)), a1);
-        out[t] = scales[t] * hsum(add(a0, a1));
+        return add(a0, a1);
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        V sums[kLanes];
+        for (int j = 0; j < kLanes; ++j) sums[j] = key_sum(codes + (t + j) * 128);
+        store(out + t, mul(hsum_lanes(sums), load(scales + t)));
     }
+    for (; t < n; ++t) out[t] = scales[t] * hsum(key_sum(codes + t * 128));
 }
 
 static_assert(std::is_same_v<decltype(&tq_score_d256_b4__avx512), tq_score_fn>);

@@ -19,16 +19,23 @@ void tq_score_d64_b4__avx512(const float* q, const uint8_t* codes, const float* 
     const V q1 = load(q + 16);
     const V q2 = load(q + 32);
     const V q3 = load(q + 48);
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 32;
+    // The sum of one key's products, still spread over the lanes.
+    auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids.lookup(field<0, 15>(p + 0)), a0);
         a1 = fmadd(q1, centroids.lookup(field<0, 15>(p + 16)), a1);
         a0 = fmadd(q2, centroids.lookup(field<4, 255>(p + 0)), a0);
         a1 = fmadd(q3, centroids.lookup(field<4, 255>(p + 16)), a1);
-        out[t] = scales[t] * hsum(add(a0, a1));
+        return add(a0, a1);
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        V sums[kLanes];
+        for (int j = 0; j < kLanes; ++j) sums[j] = key_sum(codes + (t + j) * 32);
+        store(out + t, mul(hsum_lanes(sums), load(scales + t)));
     }
+    for (; t < n; ++t) out[t] = scales[t] * hsum(key_sum(codes + t * 32));
 }
 
 static_assert(std::is_same_v<decltype(&tq_score_d64_b4__avx512), tq_score_fn>);

@@ -28,6 +28,13 @@ inline float hsum(V x) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
+// Lane j = hsum(s[j]) for 8 registers at once (horizontal adds, then the halves).
+inline V hsum_lanes(const V* s) {
+    const V u0 = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
+    const V u1 = _mm256_hadd_ps(_mm256_hadd_ps(s[4], s[5]), _mm256_hadd_ps(s[6], s[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
 // The first three FWHT stages (butterflies 1, 2, 4 apart) inside one register,
 // in the scalar kernels' order and roundings: lane i becomes x_i + x_{i^s}
 // (bit s of i clear) or x_{i^s} - x_i (bit s set).
