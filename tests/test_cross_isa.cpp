@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 
 TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'") {
@@ -49,6 +50,57 @@ TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'")
                         REQUIRE(std::sqrt(tq::test::squared_distance(out, base) / tq::test::dot(base, base)) < 1e-6);
                     }
             }
+        }
+    }
+}
+
+TEST_CASE("cross-ISA: rotate and unrotate give identical floats on every ISA") {
+    // The rotations run the same butterflies in the same order (also where a
+    // SIMD ISA works in chunks of registers), so they agree bit for bit.
+    const auto isas = tq::available_isas();
+    std::set<int> dims;
+    for (const auto& v : tq::variants()) dims.insert(v.head_dim);
+    for (int d : dims) {
+        CAPTURE(d);
+        const int bits = tq::variants().front().bits;
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        const auto x = tq::test::gaussian(d, 5);
+        std::vector<float> first_rot(d), first_inv(d), rot(d), inv(d);
+        for (std::size_t i = 0; i < isas.size(); ++i) {
+            CAPTURE(isas[i]);
+            const tq_kernels* k = nullptr;
+            REQUIRE(tq_find_isa(isas[i].c_str(), d, bits, bits, &k) == TQ_OK);
+            k->rotate(signs.data(), x.data(), rot.data());
+            k->unrotate(signs.data(), x.data(), inv.data());
+            if (i == 0) {
+                first_rot = rot;
+                first_inv = inv;
+            }
+            CHECK(rot == first_rot);
+            CHECK(inv == first_inv);
+        }
+    }
+}
+
+TEST_CASE("cross-ISA: a key's score does not depend on how many keys are scored with it") {
+    // score reduces keys in batches of a register's lanes; a key alone and in a
+    // batch must sum in the same order.
+    for (const tq_bit_kernels& v : tq::variants()) {
+        CAPTURE(v.head_dim);
+        CAPTURE(v.bits);
+        const int d = v.head_dim;
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        constexpr std::size_t kKeys = 37;
+        const auto x = tq::test::gaussian(kKeys * d, 8);
+        std::vector<std::uint8_t> codes(kKeys * v.code_bytes);
+        std::vector<float> scales(kKeys), batch(kKeys), alone(1);
+        for (std::size_t t = 0; t < kKeys; ++t)
+            REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &codes[t * v.code_bytes], &scales[t]) == TQ_OK);
+        const auto q = tq::test::gaussian(d, 9);
+        v.score(q.data(), codes.data(), scales.data(), kKeys, batch.data());
+        for (std::size_t t = 0; t < kKeys; ++t) {
+            v.score(q.data(), &codes[t * v.code_bytes], &scales[t], 1, alone.data());
+            REQUIRE(alone[0] == batch[t]);
         }
     }
 }

@@ -22,10 +22,11 @@ inline V add(V a, V b) { return _mm256_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm256_mul_ps(a, b); }
 inline V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+// ((x0+x1) + (x2+x3)) + ((x4+x5) + (x6+x7)): the order hsum_lanes adds in, so a
+// key's score does not depend on whether it was reduced alone or in a batch.
 inline float hsum(V x) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    const V u = _mm256_hadd_ps(_mm256_hadd_ps(x, x), _mm256_hadd_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
 }
 
 // Lane j = hsum(s[j]) for 8 registers at once (horizontal adds, then the halves).
