@@ -5,7 +5,7 @@
 #
 # Configure time: the generator lists the files it will write (per group) into
 # <dir>/generated-outputs.cmake, which is included here; no file(GLOB).
-# Build time: tq-codebook writes one JSON per (head dim, bits), then one
+# Build time: tq-codebook writes one JSON per (head dim, whole bits), then one
 # add_custom_command per group renders that group's files, depending on the
 # generator's Python sources and exactly the templates the group uses.  Files are
 # rewritten only when their content changes, so editing one template rebuilds
@@ -51,7 +51,7 @@ function(tq_generate_kernels)
   set(json_dir "${ARG_OUT_DIR}/codebook-json")
   set(json_files "")
   foreach(d IN LISTS ARG_HEAD_DIMS)
-    foreach(b IN LISTS ARG_BITS)
+    foreach(b IN LISTS TQ_CODEBOOK_BITS)  # the whole bit widths the rates use
       set(json "${json_dir}/codebook-d${d}-b${b}.json")
       add_custom_command(
         OUTPUT ${json}

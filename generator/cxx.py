@@ -5,10 +5,12 @@ with every index a literal, so each generated kernel spells out the layout.
 """
 from __future__ import annotations
 
-from layout import coords_of_byte, fields_of, planes
+import re
+
+from layout import Plane, Segment, code_bytes, coords_of_byte, fields_of, planes, segment_planes, segments
 
 
-def level_expr(head_dim: int, bits: int, coord: int, src: str) -> str:
+def level_expr(head_dim: int, bits, coord: int, src: str) -> str:
     """Expression reading coordinate `coord`'s level from packed bytes `src`."""
     parts = []
     for f in fields_of(head_dim, bits, coord):
@@ -20,7 +22,7 @@ def level_expr(head_dim: int, bits: int, coord: int, src: str) -> str:
     return " | ".join(parts)
 
 
-def packed_byte_stmts(head_dim: int, bits: int, levels: str, dst: str, only=None) -> list[str]:
+def packed_byte_stmts(head_dim: int, bits, levels: str, dst: str, only=None) -> list[str]:
     """Statements writing every packed byte of `dst` (or those of plane `only`) from the level array `levels`."""
     stmts = []
     for p in planes(head_dim, bits):
@@ -39,33 +41,115 @@ def packed_byte_stmts(head_dim: int, bits: int, levels: str, dst: str, only=None
     return stmts
 
 
-def simd_level_expr(head_dim: int, bits: int, first: int, lanes: int, src: str) -> str:
-    """Expression (an I register) with the levels of coordinates first..first+lanes-1,
-    using the field/small_field helpers of runtime/isa/<isa>.hpp."""
-    parts = []
-    for p in planes(head_dim, bits):
-        if p.nbytes % lanes == 0:
-            k, j = divmod(first, p.nbytes)
-            mask = p.mask if k * p.width + p.width < 8 else 255
-            expr = f"field<{k * p.width}, {mask}>({src} + {p.offset + j})"
-        elif lanes % p.nbytes == 0:
-            expr = f"small_field<{p.nbytes}, {p.width}, {first // p.nbytes}>({src} + {p.offset})"
+def _plane_runs(p: Plane, base: int, lo: int, hi: int) -> list[tuple[int, int, int, int]]:
+    """Lanes lo..hi-1 hold coordinates base+lo.. of p's segment: split them into
+    runs (k, byte, lane, count) of consecutive lanes reading field k of consecutive bytes."""
+    runs: list[list[int]] = []
+    for lane in range(lo, hi):
+        k, j = divmod(base + lane - p.first, p.nbytes)
+        if runs and runs[-1][0] == k and runs[-1][1] + runs[-1][3] == j:
+            runs[-1][3] += 1
         else:
-            raise ValueError(f"plane of {p.nbytes} bytes does not tile {lanes} lanes")
-        parts.append(f"shl<{p.shift}>({expr})" if p.shift else expr)
+            runs.append([k, j, lane, 1])
+    return [tuple(r) for r in runs]
+
+
+def _plane_levels(p: Plane, base: int, lo: int, hi: int, lanes: int, size: int, src: str) -> str:
+    """Expression (an I register) whose lanes lo..hi-1 hold plane p's bits of
+    coordinates base+lo..base+hi-1; `size` bytes may be read at src."""
+    local = base + lo - p.first
+    if (lo, hi) == (0, lanes) and p.nbytes < lanes and lanes % p.nbytes == 0 and local % lanes == 0:
+        return f"small_field<{p.nbytes}, {p.width}, {local // p.nbytes}>({src} + {p.offset})"
+    expr = None
+    for k, j, lane, count in _plane_runs(p, base, lo, hi):
+        byte = p.offset + j
+        window = min(max(byte - lane, 0), size - lanes)  # a full load inside [0, size)
+        shift = lane - (byte - window)                  # lanes the loaded bytes move up
+        mask = p.mask if (k + 1) * p.width < 8 else 255
+        args = f"{k * p.width}, {mask}" + (f", {shift}" if shift else "")
+        run = f"field<{args}>({src} + {window})"
+        expr = run if expr is None else f"blend<{_lane_mask(lane, lane + count)}>({expr}, {run})"
+    return expr
+
+
+def _lane_mask(lo: int, hi: int) -> str:
+    return hex(((1 << hi) - 1) ^ ((1 << lo) - 1))
+
+
+def register_parts(head_dim: int, bits, first: int, lanes: int) -> list[tuple[int, Segment, int, int]]:
+    """The segments a register of coordinates first..first+lanes-1 spans: (index, segment, lo lane, hi lane)."""
+    out = []
+    for i, s in enumerate(segments(head_dim, bits)):
+        lo, hi = max(s.first - first, 0), min(s.first + s.count - first, lanes)
+        if lo < hi:
+            out.append((i, s, lo, hi))
+    return out
+
+
+def simd_read_size(head_dim: int, bits, lanes: int) -> int:
+    """Bytes the unpacking of one vector may read: its code, or a register's
+    worth when the code is shorter (the kernel then copies it into a padded buffer)."""
+    return max(code_bytes(head_dim, bits), lanes)
+
+
+def simd_needs_padding(head_dim: int, bits, lanes: int) -> bool:
+    """Whether the code is shorter than one load and some register is unpacked by field loads."""
+    if code_bytes(head_dim, bits) >= lanes:
+        return False
+    exprs = (simd_centroids(head_dim, bits, first, lanes, "p", "t") for first in range(0, head_dim, lanes))
+    return any(re.search(r"(?<!small_)field<", e) for e in exprs)
+
+
+def _blend_parts(parts, lanes: int, part_expr) -> str:
+    expr = None
+    for i, seg, lo, hi in parts:
+        e = part_expr(i, seg, lo, hi)
+        expr = e if expr is None else f"blend<{_lane_mask(lo, hi)}>({expr}, {e})"
+    return expr
+
+
+def simd_levels(head_dim: int, bits, seg: Segment, first: int, lo: int, hi: int, lanes: int, src: str) -> str:
+    """Expression (an I register) whose lanes lo..hi-1 hold the levels of coordinates
+    first+lo..first+hi-1 (all in segment seg), using the field/small_field/blend
+    helpers of runtime/isa/<isa>.hpp."""
+    size = simd_read_size(head_dim, bits, lanes)
+    parts = []
+    for p in segment_planes(seg):
+        e = _plane_levels(p, first, lo, hi, lanes, size, src)
+        parts.append(f"shl<{p.shift}>({e})" if p.shift else e)
     expr = parts[-1]
     for part in reversed(parts[:-1]):
         expr = f"or_({part}, {expr})"
     return expr
 
 
-def simd_pack_stmts(head_dim: int, bits: int, lanes: int, regs: str, levels: str, dst: str) -> list[str]:
+def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables: str) -> str:
+    """Expression (a V register): the centroids of coordinates first..first+lanes-1,
+    each looked up in its segment's table <tables><segment index>."""
+    return _blend_parts(register_parts(head_dim, bits, first, lanes), lanes, lambda i, seg, lo, hi:
+                        f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})")
+
+
+def simd_bucketize(head_dim: int, bits, first: int, lanes: int, value: str, tables: str) -> str:
+    """Expression (an I register): the levels of the rotated coordinates in `value`
+    against each segment's boundary table <tables><segment index>."""
+    return _blend_parts(register_parts(head_dim, bits, first, lanes), lanes,
+                        lambda i, seg, lo, hi: f"bucketize<{seg.bits}>({value}, {tables}{i})")
+
+
+def simd_lookup(head_dim: int, bits, first: int, lanes: int, levels: str, tables: str) -> str:
+    """Expression (a V register): the centroids of the levels in register `levels`."""
+    return _blend_parts(register_parts(head_dim, bits, first, lanes), lanes,
+                        lambda i, seg, lo, hi: f"{tables}{i}.lookup({levels})")
+
+
+def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst: str) -> list[str]:
     """Statements writing the packed bytes from level registers `regs`<r> (lanes
     coordinates each).  Planes whose bytes tile whole registers are packed in
     registers; the others byte by byte from the level array `levels`."""
     stmts = []
     for p in planes(head_dim, bits):
-        if p.nbytes % lanes:
+        if p.nbytes % lanes or p.first % lanes:
             stmts += packed_byte_stmts(head_dim, bits, levels, dst, only=p)
             continue
         for j0 in range(0, p.nbytes, lanes):
@@ -84,12 +168,12 @@ def simd_pack_stmts(head_dim: int, bits: int, lanes: int, regs: str, levels: str
     return stmts
 
 
-def needs_level_array(head_dim: int, bits: int, lanes: int) -> bool:
+def needs_level_array(head_dim: int, bits, lanes: int) -> bool:
     """Whether simd_pack_stmts reads the level array (some plane is narrower than a register)."""
-    return any(p.nbytes % lanes for p in planes(head_dim, bits))
+    return any(p.nbytes % lanes or p.first % lanes for p in planes(head_dim, bits))
 
 
-def dword_lanes(head_dim: int, bits: int, lanes: int):
+def dword_lanes(head_dim: int, bits, lanes: int):
     """A faster unpacking for single-plane widths (1, 2, 4, 8 bits) whose plane
     tiles whole registers of 4*lanes bytes: load a register of dwords, and each
     field position s of a dword gives one register of levels by a shift and a

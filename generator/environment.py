@@ -7,7 +7,8 @@ from pathlib import Path
 import jinja2
 
 import cxx
-from layout import planes
+import hadamard
+from layout import planes, segment_index, segments
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 
@@ -37,10 +38,16 @@ def make_environment() -> jinja2.Environment:
     env.globals.update(
         level_expr=cxx.level_expr,
         packed_byte_stmts=cxx.packed_byte_stmts,
-        simd_level_expr=cxx.simd_level_expr,
+        simd_centroids=cxx.simd_centroids,
+        simd_bucketize=cxx.simd_bucketize,
+        simd_lookup=cxx.simd_lookup,
+        scalar_dense_stmts=hadamard.scalar_dense_stmts,
+        simd_dense_stmts=hadamard.simd_dense_stmts,
+        segment_index=segment_index,
         simd_pack_stmts=cxx.simd_pack_stmts,
         dword_lanes=cxx.dword_lanes,
         planes=planes,
+        segments=segments,
     )
     return env
 

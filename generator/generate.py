@@ -20,6 +20,7 @@ from pathlib import Path
 import jinja2.meta  # noqa: F401  (makes jinja2.meta available to environment.py)
 
 from environment import make_environment, referenced_templates, TEMPLATES_DIR
+from layout import Rate
 from variants import Config, Output, groups, outputs, ISAS
 
 GENERATOR_DIR = Path(__file__).resolve().parent
@@ -30,6 +31,13 @@ def int_list(text: str) -> tuple[int, ...]:
         return tuple(int(x) for x in text.replace(";", ",").split(",") if x.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'")
+
+
+def rate_list(text: str) -> tuple[Rate, ...]:
+    try:
+        return tuple(sorted({Rate.parse(x.strip()) for x in text.replace(";", ",").split(",") if x.strip()}))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def name_list(text: str) -> tuple[str, ...]:
@@ -72,11 +80,12 @@ def cmake_list(items) -> str:
     return ";".join(str(i).replace("\\", "/") for i in items)
 
 
-def list_outputs(env, outs: list[Output], out_dir: Path, cmake_file: Path) -> None:
+def list_outputs(env, outs: list[Output], codebook_bits: list[int], out_dir: Path, cmake_file: Path) -> None:
     generator_sources = sorted(str(p) for p in GENERATOR_DIR.glob("*.py"))
     lines = ["# Written by generator/generate.py --list-outputs; do not edit.",
              f'set(TQ_GENERATOR_SOURCES "{cmake_list(generator_sources)}")',
-             f'set(TQ_GENERATED_GROUPS "{cmake_list(groups(outs))}")']
+             f'set(TQ_GENERATED_GROUPS "{cmake_list(groups(outs))}")',
+             f'set(TQ_CODEBOOK_BITS "{cmake_list(codebook_bits)}")']
     for g in groups(outs):
         members = [o for o in outs if o.group == g]
         templates = sorted({t for o in members for t in referenced_templates(env, o.template)})
@@ -91,7 +100,8 @@ def list_outputs(env, outs: list[Output], out_dir: Path, cmake_file: Path) -> No
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--head-dims", type=int_list, required=True, help="e.g. 64,128,256")
-    ap.add_argument("--bits", type=int_list, default=(), help="bit widths in 1..8, e.g. 2,3,4")
+    ap.add_argument("--bits", type=rate_list, default=(),
+                    help="bit rates in 1..8, whole or in steps of 1/8 (e.g. 2,3,3.5,4)")
     ap.add_argument("--isas", type=name_list, default=ISAS, help=f"subset of {','.join(ISAS)}")
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--codebook-dir", type=Path, help="folder of tq-codebook JSON files")
@@ -106,7 +116,7 @@ def main(argv: list[str]) -> int:
     env = make_environment()
     outs = outputs(cfg)
     if args.list_outputs:
-        list_outputs(env, outs, args.out_dir.resolve(), args.list_outputs)
+        list_outputs(env, outs, cfg.codebook_bits(), args.out_dir.resolve(), args.list_outputs)
         return 0
     wanted = set(args.group or groups(outs))
     unknown = wanted - set(groups(outs))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from cxx import needs_level_array
-from layout import code_bytes
+import hadamard
+from cxx import needs_level_array, simd_needs_padding, simd_read_size
+from layout import Rate, code_bytes, segments
 
 ISAS = ("scalar", "avx2", "avx512")
 LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: per 8-lane block)
@@ -20,35 +21,42 @@ LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: p
 REG_BUDGET = {"scalar": 0, "avx2": 8, "avx512": 16}
 BIT_KERNELS = ("encode", "decode", "score", "accumulate", "pack")
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
-MIN_BITS, MAX_BITS = 1, 8
+MIN_HEAD_DIM, MAX_HEAD_DIM = 16, 1024
+
+
+def supported_head_dims() -> list[int]:
+    return [d for d in range(MIN_HEAD_DIM, MAX_HEAD_DIM + 1, 16) if hadamard.supported(d)]
 
 
 def check_head_dim(d: int) -> None:
-    if d < 16 or d > 1024 or d & (d - 1):
-        raise ValueError(f"head dim {d} is not supported: this build generates powers of two in [16, 1024]")
-
-
-def check_bits(b: int) -> None:
-    if not MIN_BITS <= b <= MAX_BITS:
-        raise ValueError(f"bits {b} is not supported: allowed 1..8")
+    if MIN_HEAD_DIM <= d <= MAX_HEAD_DIM and hadamard.supported(d):
+        return
+    near = sorted(supported_head_dims(), key=lambda x: (abs(x - d), x))[:2]
+    reason = (f"outside [{MIN_HEAD_DIM}, {MAX_HEAD_DIM}]" if not MIN_HEAD_DIM <= d <= MAX_HEAD_DIM
+              else f"not m·2^k with an exact Hadamard rotation (docs/rotations.md)")
+    raise ValueError(f"head dim {d} is not supported: {reason}; nearest supported: {', '.join(map(str, sorted(near)))}")
 
 
 @dataclass(frozen=True)
 class Config:
     head_dims: tuple[int, ...]
-    bits: tuple[int, ...]
+    bits: tuple[Rate, ...]
     isas: tuple[str, ...] = ISAS
 
     def __post_init__(self):
         for d in self.head_dims:
             check_head_dim(d)
-        for b in self.bits:
-            check_bits(b)
+            for rate in self.bits:
+                segments(d, rate)  # raises for a fraction the head dim cannot split into whole bytes
         for isa in self.isas:
             if isa not in ISAS:
                 raise ValueError(f"ISA '{isa}' is not supported: allowed {', '.join(ISAS)}")
         if not self.head_dims or "scalar" not in self.isas:
             raise ValueError("need at least one head dim, and the scalar ISA (the portable fallback)")
+
+    def codebook_bits(self) -> list[int]:
+        """The whole bit widths whose codebooks the rates use."""
+        return sorted({seg.bits for d in self.head_dims for r in self.bits for seg in segments(d, r)})
 
     def args(self) -> str:
         def join(xs):
@@ -65,65 +73,73 @@ class Output:
     args: str = ""    # generator arguments that reproduce this file
 
 
-def kernel_name(kernel: str, d: int, bits: int | None, isa: str) -> str:
-    return f"tq_{kernel}_d{d}" + (f"_b{bits}" if bits else "") + f"__{isa}"
+def kernel_name(kernel: str, d: int, rate: Rate | None, isa: str) -> str:
+    return f"tq_{kernel}_d{d}" + (f"_b{rate.name}" if rate else "") + f"__{isa}"
 
 
 def rotation_ops(d: int) -> str:
-    return f"{d * int(math.log2(d))} add/sub (FWHT), {d} multiplies (signs with 1/sqrt(d) folded in)"
+    return hadamard.ops(hadamard.rotation(d))
 
 
-def bit_kernel_ops(kernel: str, d: int, bits: int) -> str:
-    levels = 1 << bits
+def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
+    search = " + ".join(f"{s.count * s.bits} compares ({s.bits}-step search over {(1 << s.bits) - 1} boundaries)"
+                        for s in segments(d, rate))
     per = {
         "encode": f"{d} multiply-adds in double (norm), {d} multiplies (normalize), rotation "
-                  f"({rotation_ops(d)}), {d * bits} compares ({bits}-step search over {levels - 1} boundaries), "
-                  f"{code_bytes(d, bits)} packed bytes written",
+                  f"({rotation_ops(d)}), {search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
         "score": f"per key: {d} centroid lookups, {d} multiply-adds, 1 multiply (scale)",
         "accumulate": f"per value: {d} centroid lookups, {d} multiply-adds, 1 multiply (weight x scale)",
-        "pack": f"pack: {code_bytes(d, bits)} bytes from {d} levels; unpack: {d} levels from {code_bytes(d, bits)} bytes",
+        "pack": f"pack: {code_bytes(d, rate)} bytes from {d} levels; unpack: {d} levels from {code_bytes(d, rate)} bytes",
     }
     return per[kernel]
 
 
+def rotation_context(d: int, isa: str) -> dict:
+    lanes = LANES[isa]
+    rot = hadamard.rotation(d)
+    nregs = d // lanes
+    budget = min(nregs, REG_BUDGET[isa])
+    return dict(head_dim=d, isa=isa, rot=rot, lanes=lanes, nregs=nregs,
+                log2p=int(math.log2(rot.pow2)),
+                # FWHT stages between registers (the 2^k axis spans several) or within one
+                reg_stages=int(math.log2(rot.pow2 // lanes)) if rot.pow2 >= lanes else 0,
+                lane_stages=int(math.log2(min(rot.pow2, lanes))),
+                chunk=budget, chunk_stages=int(math.log2(budget)) if budget else 0,
+                rotate_name=kernel_name("rotate", d, None, isa), unrotate_name=kernel_name("unrotate", d, None, isa))
+
+
 def outputs(cfg: Config) -> list[Output]:
     outs: list[Output] = []
-    list_ctx = dict(head_dims=cfg.head_dims, bits=cfg.bits, isas=cfg.isas)
+    list_ctx = dict(head_dims=cfg.head_dims, bits=cfg.bits, isas=cfg.isas, codebook_bits=cfg.codebook_bits())
     outs.append(Output("list", "kernels.inc", "kernels.inc.j2", list_ctx, cfg.args()))
     outs.append(Output("list", "codebooks/all.hpp", "codebooks-all.hpp.j2", list_ctx, cfg.args()))
     for d in cfg.head_dims:
-        for b in cfg.bits:
+        for b in cfg.codebook_bits():
             ctx = dict(head_dim=d, bits=b)
             outs.append(Output("codebook", f"codebooks/codebook-d{d}-b{b}.hpp", "codebook.hpp.j2", ctx,
                                f"--head-dims {d} --bits {b} --codebook-dir <tq-codebook json dir>"))
     for isa in cfg.isas:
         family = "scalar" if isa == "scalar" else "simd"
-        lanes = LANES[isa]
         for d in cfg.head_dims:
-            nregs = d // lanes
-            budget = min(nregs, REG_BUDGET[isa])
-            ctx = dict(head_dim=d, isa=isa, log2d=int(math.log2(d)), lanes=lanes, nregs=nregs,
-                       reg_stages=int(math.log2(nregs)), chunk=budget,
-                       chunk_stages=int(math.log2(budget)) if budget else 0,
-                       name=kernel_name("rotate", d, None, isa), inverse_name=kernel_name("unrotate", d, None, isa),
-                       ops=rotation_ops(d))
+            ctx = rotation_context(d, isa)
+            ctx.update(name=ctx["rotate_name"], inverse_name=ctx["unrotate_name"], ops=rotation_ops(d))
             outs.append(Output("rotate", f"{isa}/rotate-d{d}-{isa}.cpp", f"{family}/rotate.cpp.j2", ctx,
                                f"--head-dims {d} --isas {isa}"))
         for kernel in BIT_KERNELS:
             if isa != "scalar" and kernel in SCALAR_ONLY:
                 continue
             for d in cfg.head_dims:
-                for b in cfg.bits:
-                    ctx = dict(head_dim=d, bits=b, isa=isa, levels=1 << b, code_bytes=code_bytes(d, b),
-                               lanes=lanes, nregs=d // lanes, reg_stages=int(math.log2(d // lanes)),
-                               needs_level_array=needs_level_array(d, b, lanes),
-                               name=kernel_name(kernel, d, b, isa), ops=bit_kernel_ops(kernel, d, b),
-                               rotate_name=kernel_name("rotate", d, None, isa),
-                               unrotate_name=kernel_name("unrotate", d, None, isa),
-                               unpack_name=kernel_name("unpack", d, b, isa))
-                    outs.append(Output(kernel, f"{isa}/{kernel}-d{d}-b{b}-{isa}.cpp", f"{family}/{kernel}.cpp.j2",
-                                       ctx, f"--head-dims {d} --bits {b} --isas {isa}"))
+                for rate in cfg.bits:
+                    lanes = LANES[isa]
+                    ctx = rotation_context(d, isa)
+                    ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
+                               read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
+                               needs_level_array=needs_level_array(d, rate, lanes),
+                               name=kernel_name(kernel, d, rate, isa), ops=bit_kernel_ops(kernel, d, rate),
+                               unpack_name=kernel_name("unpack", d, rate, isa))
+                    outs.append(Output(kernel, f"{isa}/{kernel}-d{d}-b{rate}-{isa}.cpp", f"{family}/{kernel}.cpp.j2",
+                                       ctx, f"--head-dims {d} --bits {rate} --isas {isa}"))
     return outs
 
 

@@ -27,7 +27,7 @@ void print_variant_table(int vectors, std::uint64_t seed) {
     std::normal_distribution<float> normal;
     for (const tq_bit_kernels& v : variants()) {
         const int d = v.head_dim;
-        const tq_kernels& k = find(d, v.bits, v.bits);
+        const tq_kernels& k = find(d, rate(v), rate(v));
         const std::vector<float> signs = rotation_signs(d, seed);
         const std::size_t n = static_cast<std::size_t>(vectors);
         std::vector<float> x(n * d), out(d), q(d), scores(n), scale(n);
@@ -63,7 +63,7 @@ void print_variant_table(int vectors, std::uint64_t seed) {
         const double score_ns = seconds_since(t0) * 1e9 / (double(n) * kRepeats);
 
         const double bytes = double(v.code_bytes) + sizeof(float);
-        std::printf("%8d %5d %10.0f %8.2fx %13.5g %13.5g %7.3f %11.1f %13.2f\n", d, v.bits, bytes, 4.0 * d / bytes,
+        std::printf("%8d %5g %10.0f %8.2fx %13.5g %13.5g %7.3f %11.1f %13.2f\n", d, rate(v), bytes, 4.0 * d / bytes,
                     rel_mse, v.mse_unit_vector, rel_mse / v.mse_unit_vector, encode_ns, score_ns);
     }
     std::printf("\nMSE measured: mean |x - decode(encode(x))|^2 / |x|^2 (norm scale); theory: the codebook's "

@@ -36,17 +36,35 @@ inline V hsum_lanes(const V* s) {
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-// The first three FWHT stages (butterflies 1, 2, 4 apart) inside one register,
+// The first Stages FWHT stages (butterflies 1, 2, 4 apart) inside one register,
 // in the scalar kernels' order and roundings: lane i becomes x_i + x_{i^s}
 // (bit s of i clear) or x_{i^s} - x_i (bit s set).
+template <int Stages = 3>
 inline V fwht_lanes(V x) {
     const V s1 = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
     const V s2 = _mm256_setr_ps(1, 1, -1, -1, 1, 1, -1, -1);
     const V s4 = _mm256_setr_ps(1, 1, 1, 1, -1, -1, -1, -1);
-    x = _mm256_fmadd_ps(x, s1, _mm256_permute_ps(x, 0xB1));
-    x = _mm256_fmadd_ps(x, s2, _mm256_permute_ps(x, 0x4E));
-    return _mm256_fmadd_ps(x, s4, _mm256_permute2f128_ps(x, x, 0x01));
+    if constexpr (Stages >= 1) x = _mm256_fmadd_ps(x, s1, _mm256_permute_ps(x, 0xB1));
+    if constexpr (Stages >= 2) x = _mm256_fmadd_ps(x, s2, _mm256_permute_ps(x, 0x4E));
+    if constexpr (Stages >= 3) x = _mm256_fmadd_ps(x, s4, _mm256_permute2f128_ps(x, x, 0x01));
+    return x;
 }
+
+// The dense Hadamard stages (generator/hadamard.py) on blocks of S = 4 lanes:
+// block Slot of x copied into both blocks, and the lanes of the blocks whose bit
+// is set in Neg negated (exactly: a sign flip).
+template <int S, int Slot>
+inline V broadcast_block(V x) {
+    static_assert(S == 4);
+    return _mm256_permute2f128_ps(x, x, Slot ? 0x11 : 0x00);
+}
+template <int S, unsigned Neg>
+inline V negate_blocks(V x) {
+    constexpr auto bit = [](int lane) { return (Neg >> (lane / S)) & 1 ? int(0x80000000u) : 0; };
+    const I m = _mm256_setr_epi32(bit(0), bit(1), bit(2), bit(3), bit(4), bit(5), bit(6), bit(7));
+    return _mm256_xor_ps(x, _mm256_castsi256_ps(m));
+}
+inline V neg(V x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
 
 inline void butterfly(V& a, V& b) {
     const V t = _mm256_add_ps(a, b);
@@ -124,9 +142,13 @@ inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
     return idx;
 }
 
-template <int Bit, int Mask>
+// Lane i = byte p[i - Shift] (0 where that is outside p[0..8)) shifted right by Bit and masked.
+template <int Bit, int Mask, int Shift = 0>
 inline I field(const uint8_t* p) {
-    I x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (Shift > 0) bytes = _mm_slli_epi64(bytes, 8 * Shift);
+    if constexpr (Shift < 0) bytes = _mm_srli_epi64(bytes, -8 * Shift);
+    I x = _mm256_cvtepu8_epi32(bytes);
     if constexpr (Bit != 0) x = _mm256_srli_epi32(x, Bit);
     if constexpr (Mask != 255) x = _mm256_and_si256(x, _mm256_set1_epi32(Mask));
     return x;
@@ -145,6 +167,12 @@ inline I small_field(const uint8_t* p) {
     const I x = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_load_si256(reinterpret_cast<const I*>(shifts)));
     return _mm256_and_si256(x, _mm256_set1_epi32((1 << W) - 1));
 }
+
+// Lanes whose bit is set in Mask from b, the others from a.
+template <unsigned Mask>
+inline I blend(I a, I b) { return _mm256_blend_epi32(a, b, Mask); }
+template <unsigned Mask>
+inline V blend(V a, V b) { return _mm256_blend_ps(a, b, Mask); }
 
 template <int N>
 inline I shl(I x) { return _mm256_slli_epi32(x, N); }

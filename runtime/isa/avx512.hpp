@@ -50,19 +50,39 @@ inline V hsum_lanes(const V* s) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), sums);
 }
 
-// The first four FWHT stages (butterflies 1, 2, 4, 8 apart) inside one register,
+// The first Stages FWHT stages (butterflies 1, 2, 4, 8 apart) inside one register,
 // in the same order and with the same roundings as the scalar kernels: lane i
 // becomes x_i + x_{i^s} (bit s of i clear) or x_{i^s} - x_i (bit s set).
+template <int Stages = 4>
 inline V fwht_lanes(V x) {
     const V s1 = _mm512_setr_ps(1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1);
     const V s2 = _mm512_setr_ps(1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1);
     const V s4 = _mm512_setr_ps(1, 1, 1, 1, -1, -1, -1, -1, 1, 1, 1, 1, -1, -1, -1, -1);
     const V s8 = _mm512_setr_ps(1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1);
-    x = _mm512_fmadd_ps(x, s1, _mm512_permute_ps(x, 0xB1));
-    x = _mm512_fmadd_ps(x, s2, _mm512_permute_ps(x, 0x4E));
-    x = _mm512_fmadd_ps(x, s4, _mm512_shuffle_f32x4(x, x, 0xB1));
-    return _mm512_fmadd_ps(x, s8, _mm512_shuffle_f32x4(x, x, 0x4E));
+    if constexpr (Stages >= 1) x = _mm512_fmadd_ps(x, s1, _mm512_permute_ps(x, 0xB1));
+    if constexpr (Stages >= 2) x = _mm512_fmadd_ps(x, s2, _mm512_permute_ps(x, 0x4E));
+    if constexpr (Stages >= 3) x = _mm512_fmadd_ps(x, s4, _mm512_shuffle_f32x4(x, x, 0xB1));
+    if constexpr (Stages >= 4) x = _mm512_fmadd_ps(x, s8, _mm512_shuffle_f32x4(x, x, 0x4E));
+    return x;
 }
+
+// The dense Hadamard stages (generator/hadamard.py) on blocks of S < 16 lanes:
+// block Slot of x copied into every block, and the lanes of the blocks whose bit
+// is set in Neg negated (exactly: a sign flip).
+template <int S, int Slot>
+inline V broadcast_block(V x) {
+    static_assert(S == 4 || S == 8);
+    constexpr int a = S == 4 ? Slot : 2 * Slot, b = S == 4 ? Slot : 2 * Slot + 1;
+    return _mm512_shuffle_f32x4(x, x, a | b << 2 | a << 4 | b << 6);
+}
+template <int S, unsigned Neg>
+inline V negate_blocks(V x) {
+    constexpr auto bit = [](int lane) { return (Neg >> (lane / S)) & 1 ? int(0x80000000u) : 0; };
+    const I m = _mm512_setr_epi32(bit(0), bit(1), bit(2), bit(3), bit(4), bit(5), bit(6), bit(7), bit(8), bit(9),
+                                  bit(10), bit(11), bit(12), bit(13), bit(14), bit(15));
+    return _mm512_xor_ps(x, _mm512_castsi512_ps(m));
+}
+inline V neg(V x) { return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f)); }
 
 // (a, b) <- (a + b, a - b)
 inline void butterfly(V& a, V& b) {
@@ -139,11 +159,14 @@ inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
     return idx;
 }
 
-// Levels from packed bytes (docs/packed-format.md).  field: a plane of at least
-// 16 bytes, lanes = bytes p[0..16) shifted right by Bit and masked.
-template <int Bit, int Mask>
+// Levels from packed bytes (docs/packed-format.md).  field: lane i = byte
+// p[i - Shift] (0 where that is outside p[0..16)) shifted right by Bit and masked.
+template <int Bit, int Mask, int Shift = 0>
 inline I field(const uint8_t* p) {
-    I x = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if constexpr (Shift > 0) bytes = _mm_slli_si128(bytes, Shift);
+    if constexpr (Shift < 0) bytes = _mm_srli_si128(bytes, -Shift);
+    I x = _mm512_cvtepu8_epi32(bytes);
     if constexpr (Bit != 0) x = _mm512_srli_epi32(x, Bit);
     if constexpr (Mask != 255) x = _mm512_and_si512(x, _mm512_set1_epi32(Mask));
     return x;
@@ -166,6 +189,12 @@ inline I small_field(const uint8_t* p) {
     const I x = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(bytes), _mm512_load_si512(shifts));
     return _mm512_and_si512(x, _mm512_set1_epi32((1 << W) - 1));
 }
+
+// Lanes whose bit is set in Mask from b, the others from a.
+template <unsigned Mask>
+inline I blend(I a, I b) { return _mm512_mask_blend_epi32(Mask, a, b); }
+template <unsigned Mask>
+inline V blend(V a, V b) { return _mm512_mask_blend_ps(Mask, a, b); }
 
 template <int N>
 inline I shl(I x) { return _mm512_slli_epi32(x, N); }

@@ -52,6 +52,22 @@ inline void fwht8(float* dst, const float* src) {
     dst[7] = b3 - b7;
 }
 
+// The butterfly stages 1, .., P/2 apart inside each block of P < 8 lanes (the
+// 2^k axis of a head dim m * 2^k with 2^k < 8), in fwht8's order; dst may alias src.
+template <int P>
+inline void fwht_blocks8(float* dst, const float* src) {
+    float v[8];
+    for (int k = 0; k < 8; ++k) v[k] = src[k];
+    for (int len = 1; len < P; len *= 2)
+        for (int k = 0; k < 8; ++k)
+            if (!(k & len)) {
+                const float u = v[k], w = v[k + len];
+                v[k] = u + w;
+                v[k + len] = u - w;
+            }
+    for (int k = 0; k < 8; ++k) dst[k] = v[k];
+}
+
 // (a, b) <- (a + b, a - b) on 8 lanes.
 inline void butterfly8(float* a, float* b) {
     for (int k = 0; k < 8; ++k) {

@@ -66,7 +66,7 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* state, int num_layers,
         return nullptr;
     }
     try {
-        auto c = std::make_unique<fa_tq_cache>(fa_tq_cache{state->head_dim, state->key_bits, state->value_bits,
+        auto c = std::make_unique<fa_tq_cache>(fa_tq_cache{state->head_dim, state->key_eighths, state->value_eighths,
                                                            state->scale_kind, state->seed, num_layers, num_heads,
                                                            max_seq_len, ring, {}, {}});
         for (bool is_key : {true, false}) {

@@ -1,6 +1,7 @@
 #include "fa_tq_checks.hpp"
 
 #include "last_error.hpp"
+#include "rate_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,15 +18,15 @@ int check_state(const char* fn, const fa_tq_state* state) {
 int check_pair(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache) {
     if (int rc = check_state(fn, state)) return rc;
     if (!cache) return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": cache is NULL");
-    if (cache->head_dim != state->head_dim || cache->key_bits != state->key_bits ||
-        cache->value_bits != state->value_bits || cache->seed != state->seed ||
+    if (cache->head_dim != state->head_dim || cache->key_eighths != state->key_eighths ||
+        cache->value_eighths != state->value_eighths || cache->seed != state->seed ||
         cache->scale_kind != state->scale_kind)
         return fail(TQ_ERROR_INVALID_ARGUMENT,
                     std::string(fn) + ": the cache was made by another quantizer (head_dim " +
-                        std::to_string(cache->head_dim) + ", K" + std::to_string(cache->key_bits) + "/V" +
-                        std::to_string(cache->value_bits) + ") than this state (head_dim " +
-                        std::to_string(state->head_dim) + ", K" + std::to_string(state->key_bits) + "/V" +
-                        std::to_string(state->value_bits) + ", or a different seed or scale)");
+                        std::to_string(cache->head_dim) + ", K" + rate_text(cache->key_eighths) + "/V" +
+                        rate_text(cache->value_eighths) + ") than this state (head_dim " +
+                        std::to_string(state->head_dim) + ", K" + rate_text(state->key_eighths) + "/V" +
+                        rate_text(state->value_eighths) + ", or a different seed or scale)");
     return FA_TQ_OK;
 }
 

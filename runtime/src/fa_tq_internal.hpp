@@ -8,8 +8,8 @@
 
 struct fa_tq_state {
     int head_dim;
-    int key_bits;
-    int value_bits;
+    int key_eighths;    // bits per coordinate, in eighths
+    int value_eighths;
     int scale_kind;  // tq_scale_kind, resolved from fa_tq_config::scale
     std::uint64_t seed;
     const tq_kernels* kernels;
@@ -27,7 +27,7 @@ struct fa_tq_stream {
 
 struct fa_tq_cache {
     // The quantizer this cache belongs to; calls with another are refused.
-    int head_dim, key_bits, value_bits, scale_kind;
+    int head_dim, key_eighths, value_eighths, scale_kind;
     std::uint64_t seed;
     int num_layers, num_heads, max_seq_len;
     bool ring;

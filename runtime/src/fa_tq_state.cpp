@@ -33,7 +33,8 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
         return nullptr;
     }
     try {
-        auto* state = new fa_tq_state{head_dim, config.key_bits, config.value_bits, scale_kind, seed, kernels,
+        auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,
+                                      seed, kernels,
                                       std::vector<float>(head_dim)};
         tq_rotation_signs(head_dim, seed, state->signs.data());
         return state;

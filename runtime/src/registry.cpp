@@ -3,6 +3,7 @@
 #include "turboquant/registry.hpp"
 
 #include "last_error.hpp"
+#include "rate_text.hpp"
 #include "registry_table.hpp"
 
 #include <algorithm>
@@ -55,7 +56,7 @@ struct Registry {
     const char* isa = nullptr;
     std::vector<tq_bit_kernels> variants;  // of `isa`
     std::vector<tq_kernels> tables;        // every (head_dim, key bits, value bits)
-    std::vector<int> head_dims, bits;
+    std::vector<int> head_dims, rates;  // rates in eighths of a bit
 };
 
 void add_unique(std::vector<int>& v, int x) {
@@ -71,7 +72,7 @@ Registry build_registry(const char* isa) {
         if (std::strcmp(bit_isa[i], r.isa) != 0) continue;
         r.variants.push_back(bit_table[i]);
         add_unique(r.head_dims, bit_table[i].head_dim);
-        add_unique(r.bits, bit_table[i].bits);
+        add_unique(r.rates, bit_table[i].rate_eighths);
     }
     auto usable = [&](std::size_t i, int head_dim) {
         return bit_table[i].head_dim == head_dim && std::strcmp(bit_isa[i], r.isa) == 0;
@@ -118,23 +119,36 @@ std::atomic<int>& active_index() {
 
 const Registry& registry() { return registry_of(active_index().load()); }
 
-std::string join(const std::vector<int>& v) {
+std::string join(const std::vector<int>& v, std::string (*text)(int) = [](int x) { return std::to_string(x); }) {
     std::string s;
-    for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+    for (int x : v) s += (s.empty() ? "" : ", ") + text(x);
     return "{" + s + "}";
 }
 
-std::string unsupported_message(int head_dim, int key_bits, int value_bits) {
+// bits in eighths, or -1 if it is not a multiple of 1/8 in [1, 8] (NaN included).
+int eighths_of(float bits) {
+    if (!(bits >= 1 && bits <= 8)) return -1;
+    const float e = bits * 8;
+    return e == std::floor(e) ? static_cast<int>(e) : -1;
+}
+
+std::string bits_text(float bits) {
+    const int e = eighths_of(bits);
+    return e > 0 ? detail::rate_text(e) : std::to_string(bits);
+}
+
+std::string unsupported_message(int head_dim, float key_bits, float value_bits) {
     const Registry& r = registry();
-    return "turboquant: no kernels for head_dim " + std::to_string(head_dim) + ", key_bits " +
-           std::to_string(key_bits) + ", value_bits " + std::to_string(value_bits) +
-           "; this build has head_dim " + join(r.head_dims) + " with key and value bits each in " + join(r.bits) +
+    return "turboquant: no kernels for head_dim " + std::to_string(head_dim) + ", key_bits " + bits_text(key_bits) +
+           ", value_bits " + bits_text(value_bits) + "; this build has head_dim " + join(r.head_dims) +
+           " with key and value bits each in " + join(r.rates, detail::rate_text) +
            " (reconfigure with -DTQ_HEAD_DIMS=... -DTQ_BITS=... for others)";
 }
 
-const tq_kernels* lookup(const Registry& r, int head_dim, int key_bits, int value_bits) {
+const tq_kernels* lookup(const Registry& r, int head_dim, float key_bits, float value_bits) {
+    const int k = eighths_of(key_bits), v = eighths_of(value_bits);
     for (const auto& t : r.tables)
-        if (t.head_dim == head_dim && t.key->bits == key_bits && t.value->bits == value_bits) return &t;
+        if (t.head_dim == head_dim && t.key->rate_eighths == k && t.value->rate_eighths == v) return &t;
     return nullptr;
 }
 
@@ -153,7 +167,7 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 
 }  // namespace
 
-const tq_kernels& find(int head_dim, int key_bits, int value_bits) {
+const tq_kernels& find(int head_dim, float key_bits, float value_bits) {
     if (const tq_kernels* t = lookup(registry(), head_dim, key_bits, value_bits)) return *t;
     throw Error(TQ_ERROR_UNSUPPORTED, unsupported_message(head_dim, key_bits, value_bits));
 }
@@ -178,7 +192,7 @@ std::vector<float> rotation_signs(int head_dim, std::uint64_t seed) {
 
 extern "C" {
 
-int tq_find(int head_dim, int key_bits, int value_bits, const tq_kernels** out) {
+int tq_find(int head_dim, float key_bits, float value_bits, const tq_kernels** out) {
     if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find: out is NULL");
     const tq_kernels* t = tq::lookup(tq::registry(), head_dim, key_bits, value_bits);
     if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
@@ -186,7 +200,7 @@ int tq_find(int head_dim, int key_bits, int value_bits, const tq_kernels** out) 
     return TQ_OK;
 }
 
-int tq_find_isa(const char* isa, int head_dim, int key_bits, int value_bits, const tq_kernels** out) {
+int tq_find_isa(const char* isa, int head_dim, float key_bits, float value_bits, const tq_kernels** out) {
     if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find_isa: out is NULL");
     if (!tq_isa_available(isa))
         return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_find_isa: ISA '") + (isa ? isa : "(null)") +

@@ -15,9 +15,12 @@ constexpr RotationEntry kRotations[] = {
 #undef TQ_BIT_KERNELS
 
 #define TQ_ROTATION(D, ISA)
-#define TQ_BIT_KERNELS(D, B, ISA)                                                                         \
-    {D, B, (D) * (B) / 8, tq::codebooks::d##D##_b##B::kCentroids, tq::codebooks::d##D##_b##B::kBoundaries, \
-     tq::codebooks::d##D##_b##B::kMseUnitVector, &tq::ISA::tq_encode_d##D##_b##B##__##ISA,                 \
+#define TQ_BIT_KERNELS(D, B, ISA)                                                                          \
+    {D, tq::codebooks::d##D##_b##B::kBits, tq::codebooks::d##D##_b##B::kRateEighths,                        \
+     tq::codebooks::d##D##_b##B::kCodeBytes, tq::codebooks::d##D##_b##B::kCentroids,                         \
+     tq::codebooks::d##D##_b##B::kBoundaries, tq::codebooks::d##D##_b##B::kHighCoords,                       \
+     tq::codebooks::d##D##_b##B::kHighCentroids, tq::codebooks::d##D##_b##B::kHighBoundaries,                \
+     tq::codebooks::d##D##_b##B::kMseUnitVector, &tq::ISA::tq_encode_d##D##_b##B##__##ISA,                   \
      &tq::ISA::tq_decode_d##D##_b##B##__##ISA, &tq::ISA::tq_score_d##D##_b##B##__##ISA,                    \
      &tq::ISA::tq_accumulate_d##D##_b##B##__##ISA, &tq::scalar::tq_pack_d##D##_b##B##__scalar,             \
      &tq::scalar::tq_unpack_d##D##_b##B##__scalar},

@@ -1,6 +1,6 @@
 /* Signatures of the generated kernels and the registry's kernel tables (C and C++).
  *
- * Conventions for every kernel of head dim d and b bits:
+ * Conventions for every kernel of head dim d and b bits (a rate, maybe fractional):
  *  - `signs` is the rotation's diagonal: d floats, each +-1/sqrt(d), from
  *    tq_rotation_signs(d, seed, signs).
  *  - a packed vector is d*b/8 bytes (docs/packed-format.md) plus one float scale.
@@ -56,13 +56,21 @@ typedef void (*tq_accumulate_fn)(const float* weights, const uint8_t* codes, con
 typedef void (*tq_pack_fn)(const uint8_t* levels, uint8_t* code);
 typedef void (*tq_unpack_fn)(const uint8_t* code, uint8_t* levels);
 
-/* Everything generated for one (head_dim, bits, ISA). */
+/* Everything generated for one (head_dim, bit rate, ISA).  A whole rate b has
+ * bits = b, rate_eighths = 8b and high_coords = 0.  A fractional rate b + f/8
+ * quantizes coordinates [0, high_coords) (high_coords = head_dim*f/8, after the
+ * rotation) with the (b+1)-bit codebook high_centroids/high_boundaries and the
+ * rest with the b-bit one (docs/packed-format.md). */
 typedef struct tq_bit_kernels {
     int head_dim;
-    int bits;
-    size_t code_bytes;          /* head_dim * bits / 8 */
+    int bits;                   /* whole bits (of the low-rate coordinates) */
+    int rate_eighths;           /* bits per coordinate in eighths: 28 = 3.5 bits */
+    size_t code_bytes;          /* head_dim * rate_eighths / 64 */
     const float* centroids;     /* 2^bits, ascending */
     const float* boundaries;    /* 2^bits - 1 */
+    int high_coords;            /* coordinates at bits + 1 (0 for whole rates) */
+    const float* high_centroids;  /* 2^(bits+1), or NULL */
+    const float* high_boundaries; /* 2^(bits+1) - 1, or NULL */
     double mse_unit_vector;     /* E‖u - û‖² for a random unit vector u (theory) */
     tq_encode_fn encode;
     tq_decode_fn decode;

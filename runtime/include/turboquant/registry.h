@@ -13,9 +13,11 @@ extern "C" {
 #endif
 
 /* The kernels for (head_dim, key_bits, value_bits) on the active ISA (below),
- * each ISA's tables built once.  On TQ_ERROR_UNSUPPORTED the message lists what the build
- * has.  The table is static: never freed, safe to share between threads. */
-int tq_find(int head_dim, int key_bits, int value_bits, const tq_kernels** out);
+ * each ISA's tables built once.  Bits are rates per coordinate: whole (4) or in
+ * steps of 1/8 (3.5, 2.25) where the build has them (TQ_BITS).  On
+ * TQ_ERROR_UNSUPPORTED the message lists what the build has.  The table is
+ * static: never freed, safe to share between threads. */
+int tq_find(int head_dim, float key_bits, float value_bits, const tq_kernels** out);
 
 /* The ISA tq_find serves: "avx512", "avx2" or "scalar".  At first use it is
  * the environment's TQ_ISA if that ISA is in the build and runs on this CPU,
@@ -27,13 +29,13 @@ int tq_set_isa(const char* isa);
 /* 1 if `isa` is in this build and runs on this CPU, else 0. */
 int tq_isa_available(const char* isa);
 /* tq_find for a given ISA, whatever the active one. */
-int tq_find_isa(const char* isa, int head_dim, int key_bits, int value_bits, const tq_kernels** out);
+int tq_find_isa(const char* isa, int head_dim, float key_bits, float value_bits, const tq_kernels** out);
 
 /* The rotation diagonal for a seed: signs[i] = +-1/sqrt(head_dim), the sign of
  * bit 63 of the i-th SplitMix64 output from state `seed` (docs/packed-format.md). */
 int tq_rotation_signs(int head_dim, uint64_t seed, float* signs);
 
-/* Number of (head_dim, bits) variants compiled for the active ISA, and each one. */
+/* Number of (head_dim, bit rate) variants compiled for the active ISA, and each one. */
 size_t tq_variant_count(void);
 const tq_bit_kernels* tq_variant(size_t index);
 

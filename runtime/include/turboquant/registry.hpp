@@ -21,11 +21,15 @@ private:
     tq_status code_;
 };
 
-// The kernel table for (head_dim, key_bits, value_bits); throws tq::Error
-// (TQ_ERROR_UNSUPPORTED, listing what this build has) if it was not compiled.
-const tq_kernels& find(int head_dim, int key_bits, int value_bits);
+// The kernel table for (head_dim, key_bits, value_bits), bits whole or in
+// steps of 1/8 (3.5); throws tq::Error (TQ_ERROR_UNSUPPORTED, listing what this
+// build has) if it was not compiled.
+const tq_kernels& find(int head_dim, float key_bits, float value_bits);
 
-// Every compiled (head_dim, bits) variant for the active ISA.
+// A variant's bits per coordinate: rate_eighths / 8 (3.5 for 28).
+inline float rate(const tq_bit_kernels& v) { return static_cast<float>(v.rate_eighths) / 8; }
+
+// Every compiled (head_dim, bit rate) variant for the active ISA.
 std::span<const tq_bit_kernels> variants();
 
 // The ISAs in this build that this CPU runs, best first.

@@ -46,11 +46,13 @@ typedef enum fa_tq_scale {
     FA_TQ_SCALE_LEAST_SQUARES = 2  /* s = ‖x‖ <u, ĉ> / ‖ĉ‖² */
 } fa_tq_scale;
 
-/* Bit allocation.  Bits must be compiled into this build (TQ_BITS); a zero
- * `scale` (as in `fa_tq_config c = {4, 2};`) means FA_TQ_SCALE_DEFAULT. */
+/* Bit allocation, in bits per coordinate: whole, or in steps of 1/8 (3.5 puts
+ * half the coordinates at 4 bits and half at 3).  Bits must be compiled into
+ * this build (TQ_BITS); a zero `scale` (as in `fa_tq_config c = {4, 2};`) means
+ * FA_TQ_SCALE_DEFAULT. */
 typedef struct {
-    int key_bits;      /* default 4 */
-    int value_bits;    /* default 2 */
+    float key_bits;    /* default 4 */
+    float value_bits;  /* default 2 */
     fa_tq_scale scale; /* default FA_TQ_SCALE_DEFAULT */
 } fa_tq_config;
 

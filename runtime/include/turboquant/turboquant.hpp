@@ -17,8 +17,8 @@
 namespace tq {
 
 struct Config {
-    int key_bits = 4;
-    int value_bits = 2;
+    float key_bits = 4;    // whole, or in steps of 1/8 (3.5)
+    float value_bits = 2;
     fa_tq_scale scale = FA_TQ_SCALE_DEFAULT;
 };
 
