@@ -11,7 +11,7 @@
 
 namespace tq::test {
 
-inline bool has_config(int d, int kb, int vb) {
+inline bool has_config(int d, float kb, float vb) {
     const tq_kernels* k = nullptr;
     return tq_find(d, kb, vb, &k) == TQ_OK;
 }

@@ -52,7 +52,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         gen = [sys.executable, a.generator, "--out-dir", tmp]
         expect_error(gen + ["--head-dims", "100", "--bits", "2"], "head dim 100 is not supported")
-        expect_error(gen + ["--head-dims", "64", "--bits", "9"], "bits 9 is not supported")
+        expect_error(gen + ["--head-dims", "64", "--bits", "9"], "bit rate 9 is not supported")
+        expect_error(gen + ["--head-dims", "64", "--bits", "3.3"], "in steps of 1/8")
+        expect_error(gen + ["--head-dims", "72", "--bits", "2"], "nearest supported: 64, 80")
+        expect_error(gen + ["--head-dims", "144", "--bits", "2"], "not m·2^k")
+        expect_error(gen + ["--head-dims", "80", "--bits", "3.25"], "fractions allowed at head dim 80: +4/8")
         expect_error(gen + ["--head-dims", "64", "--bits", "2", "--isas", "neon"], "ISA 'neon' is not supported")
         expect_error(gen + ["--head-dims", "64", "--bits", "2", "--group", "nope"], "unknown group")
         expect_error(gen + ["--head-dims", "64", "--bits", "2", "--group", "codebook"], "--codebook-dir is required")

@@ -39,7 +39,7 @@ TEST_CASE("cache: bytes per token, K4/V2 at d=128 is 104 per KV head") {
 
 TEST_CASE("cache: seq_len is the length every layer holds for keys and values") {
     const int d = tq::test::main_head_dim();
-    const tq::Quantizer quant(d, {tq::variants().front().bits, tq::variants().front().bits});
+    const tq::Quantizer quant(d, {tq::rate(tq::variants().front()), tq::rate(tq::variants().front())});
     KVCache cache(quant, 2, 2, 8);
     CHECK(cache.seq_len() == 0);
     tq::test::fill(cache, 2, 3, d, Kind::key, 1);
@@ -52,7 +52,7 @@ TEST_CASE("cache: seq_len is the length every layer holds for keys and values") 
 
 TEST_CASE("cache: eviction drops the oldest positions of every layer") {
     const int d = tq::test::main_head_dim(), L = 3, H = 2, n = 20, drop = 7;
-    const tq::Quantizer quant(d, {tq::variants().front().bits, tq::variants().back().bits}, 3);
+    const tq::Quantizer quant(d, {tq::rate(tq::variants().front()), tq::rate(tq::variants().back())}, 3);
     KVCache cache(quant, L, H, 32);
     tq::test::fill(cache, L, n, d, Kind::key, 1);
     tq::test::fill(cache, L, n, d, Kind::value, 2);
@@ -80,7 +80,7 @@ TEST_CASE("cache: eviction drops the oldest positions of every layer") {
 TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last window") {
     const int d = tq::test::main_head_dim(), H = 2, max_seq = 8, n = 29;
     const auto& v = tq::variants().front();
-    const tq::Quantizer quant(d, {v.bits, v.bits}, 4);
+    const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)}, 4);
     KVCache ring(quant, 1, H, max_seq, KVCache::Mode::ring);
     KVCache linear(quant, 1, H, n);  // the same tokens without wrapping
     const std::size_t token = std::size_t(H) * d;
@@ -106,7 +106,7 @@ TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last win
 TEST_CASE("cache: bad input returns the documented error and leaves the cache byte-identical") {
     const int d = tq::test::main_head_dim(), L = 2, H = 2, max_seq = 8;
     const auto& v = tq::variants().front();
-    const fa_tq_config config{v.bits, v.bits, FA_TQ_SCALE_DEFAULT};
+    const fa_tq_config config{tq::rate(v), tq::rate(v), FA_TQ_SCALE_DEFAULT};
     fa_tq_state* s = fa_tq_init(d, config, 1);
     fa_tq_state* other = fa_tq_init(d, config, 2);  // another seed
     REQUIRE(s);
@@ -218,7 +218,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(tq_last_status() == TQ_ERROR_UNSUPPORTED);
     CHECK(std::string(fa_tq_last_error()).find("this build has head_dim") != std::string::npos);
     CHECK(fa_tq_init(d, fa_tq_config{9, 2, FA_TQ_SCALE_DEFAULT}, 1) == nullptr);
-    CHECK(fa_tq_init(d, fa_tq_config{v.bits, v.bits, static_cast<fa_tq_scale>(3)}, 1) == nullptr);
+    CHECK(fa_tq_init(d, fa_tq_config{tq::rate(v), tq::rate(v), static_cast<fa_tq_scale>(3)}, 1) == nullptr);
     CHECK(fa_tq_cache_new(nullptr, 1, 1, 1) == nullptr);
     CHECK(fa_tq_cache_new(s, 0, 1, 1) == nullptr);
     CHECK(fa_tq_cache_new(s, 1, -2, 1) == nullptr);
@@ -238,8 +238,8 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
 TEST_CASE("cache: the C++ API checks span sizes") {
     const int d = tq::test::main_head_dim();
     const auto& v = tq::variants().front();
-    CHECK_THROWS_AS(tq::Quantizer(100, {v.bits, v.bits}), tq::Error);
-    const tq::Quantizer quant(d, {v.bits, v.bits});
+    CHECK_THROWS_AS(tq::Quantizer(100, {tq::rate(v), tq::rate(v)}), tq::Error);
+    const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)});
     KVCache cache(quant, 1, 2, 4);
     std::vector<float> short_vec(d), out(2 * d);
     CHECK_THROWS_AS(cache.quantize(0, 0, short_vec, Kind::key), tq::Error);

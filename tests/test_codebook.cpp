@@ -97,11 +97,22 @@ TEST_CASE("codebook: bad arguments are rejected") {
 TEST_CASE("codebook: the compiled tables are tq-codebook's, rounded to float") {
     for (const tq_bit_kernels& v : tq::variants()) {
         CAPTURE(v.head_dim);
-        CAPTURE(v.bits);
-        const auto cb = solve_lloyd_max(v.head_dim, v.bits);
-        for (std::size_t i = 0; i < cb.centroids.size(); ++i) CHECK(v.centroids[i] == static_cast<float>(cb.centroids[i]));
-        for (std::size_t i = 0; i < cb.boundaries.size(); ++i)
-            CHECK(v.boundaries[i] == static_cast<float>(cb.boundaries[i]));
-        CHECK(v.mse_unit_vector == doctest::Approx(cb.mse_unit_vector).epsilon(1e-6));
+        CAPTURE(v.rate_eighths);
+        const int d = v.head_dim;
+        auto check_tables = [](const auto& cb, const float* centroids, const float* boundaries) {
+            for (std::size_t i = 0; i < cb.centroids.size(); ++i) CHECK(centroids[i] == static_cast<float>(cb.centroids[i]));
+            for (std::size_t i = 0; i < cb.boundaries.size(); ++i) CHECK(boundaries[i] == static_cast<float>(cb.boundaries[i]));
+        };
+        const auto cb = solve_lloyd_max(d, v.bits);
+        check_tables(cb, v.centroids, v.boundaries);
+        double mse = cb.mse_unit_vector;
+        if (v.high_coords) {  // a fractional rate: its share of each codebook's error
+            const auto high = solve_lloyd_max(d, v.bits + 1);
+            check_tables(high, v.high_centroids, v.high_boundaries);
+            mse = (v.high_coords * high.mse_unit_vector + (d - v.high_coords) * cb.mse_unit_vector) / d;
+        } else {
+            CHECK(v.high_centroids == nullptr);
+        }
+        CHECK(v.mse_unit_vector == doctest::Approx(mse).epsilon(1e-6));
     }
 }

@@ -18,14 +18,14 @@ TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'")
     for (const tq_bit_kernels& v : reference_variants) {
         const int d = v.head_dim;
         CAPTURE(d);
-        CAPTURE(v.bits);
+        CAPTURE(v.rate_eighths);
         const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         constexpr int kVectors = 200;
-        const auto x = tq::test::gaussian(std::size_t(kVectors) * d, 77 + v.bits);
+        const auto x = tq::test::gaussian(std::size_t(kVectors) * d, 77 + v.rate_eighths);
         std::vector<const tq_bit_kernels*> kernels;
         for (const auto& isa : isas) {
             const tq_kernels* k = nullptr;
-            REQUIRE(tq_find_isa(isa.c_str(), d, v.bits, v.bits, &k) == TQ_OK);
+            REQUIRE(tq_find_isa(isa.c_str(), d, tq::rate(v), tq::rate(v), &k) == TQ_OK);
             kernels.push_back(k->key);
         }
         for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
@@ -62,7 +62,7 @@ TEST_CASE("cross-ISA: rotate and unrotate give identical floats on every ISA") {
     for (const auto& v : tq::variants()) dims.insert(v.head_dim);
     for (int d : dims) {
         CAPTURE(d);
-        const int bits = tq::variants().front().bits;
+        const float bits = tq::rate(tq::variants().front());
         const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         const auto x = tq::test::gaussian(d, 5);
         std::vector<float> first_rot(d), first_inv(d), rot(d), inv(d);
@@ -87,7 +87,7 @@ TEST_CASE("cross-ISA: a key's score does not depend on how many keys are scored 
     // batch must sum in the same order.
     for (const tq_bit_kernels& v : tq::variants()) {
         CAPTURE(v.head_dim);
-        CAPTURE(v.bits);
+        CAPTURE(v.rate_eighths);
         const int d = v.head_dim;
         const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         constexpr std::size_t kKeys = 37;

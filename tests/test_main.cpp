@@ -6,9 +6,35 @@
 
 #include "turboquant/registry.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <vector>
+
+namespace {
+
+// Counts the test cases that ran: a --test-case filter that matches none (as a
+// name with ';' would, split in two by CTest) must fail, not pass empty.
+std::atomic<int> g_ran{0};
+
+struct RanCounter : doctest::IReporter {
+    explicit RanCounter(const doctest::ContextOptions&) {}
+    void report_query(const doctest::QueryData&) override {}
+    void test_run_start() override {}
+    void test_run_end(const doctest::TestRunStats&) override {}
+    void test_case_start(const doctest::TestCaseData&) override { ++g_ran; }
+    void test_case_reenter(const doctest::TestCaseData&) override {}
+    void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+    void test_case_exception(const doctest::TestCaseException&) override {}
+    void subcase_start(const doctest::SubcaseSignature&) override {}
+    void subcase_end() override {}
+    void log_assert(const doctest::AssertData&) override {}
+    void log_message(const doctest::MessageData&) override {}
+    void test_case_skipped(const doctest::TestCaseData&) override {}
+};
+REGISTER_LISTENER("ran_counter", 1, RanCounter);
+
+}  // namespace
 
 int main(int argc, char** argv) {
     constexpr int kSkipped = 77;
@@ -28,5 +54,10 @@ int main(int argc, char** argv) {
         return kSkipped;
     }
     doctest::Context context(int(args.size()), args.data());
-    return context.run();
+    const int rc = context.run();
+    if (rc == 0 && !listing && !context.shouldExit() && g_ran == 0) {
+        std::printf("error: no test case matched the filters\n");
+        return 1;
+    }
+    return rc;
 }

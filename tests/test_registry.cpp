@@ -4,26 +4,30 @@
 
 #include <doctest/doctest.h>
 
-#include <array>
+#include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 
 TEST_CASE("registry: every compiled (head_dim, key bits, value bits) resolves") {
-    std::set<int> dims, bits;
+    std::set<int> dims;
+    std::set<float> rates;
     for (const auto& v : tq::variants()) {
         dims.insert(v.head_dim);
-        bits.insert(v.bits);
+        rates.insert(tq::rate(v));
+        CHECK(v.bits == v.rate_eighths / 8);
+        CHECK(v.high_coords == v.head_dim * (v.rate_eighths % 8) / 8);
     }
-    CHECK(tq::variants().size() == dims.size() * bits.size());
+    CHECK(tq::variants().size() == dims.size() * rates.size());
     for (int d : dims)
-        for (int kb : bits)
-            for (int vb : bits) {
+        for (float kb : rates)
+            for (float vb : rates) {
                 const tq_kernels* c = nullptr;
                 REQUIRE(tq_find(d, kb, vb, &c) == TQ_OK);
                 CHECK(c == &tq::find(d, kb, vb));  // chosen once: the same table every time
                 CHECK(c->head_dim == d);
-                CHECK(c->key->bits == kb);
-                CHECK(c->value->bits == vb);
+                CHECK(c->key->rate_eighths == kb * 8);
+                CHECK(c->value->rate_eighths == vb * 8);
                 CHECK(c->key->head_dim == d);
                 CHECK(c->value->head_dim == d);
                 CHECK(std::string(c->isa) == tq_active_isa());
@@ -33,8 +37,11 @@ TEST_CASE("registry: every compiled (head_dim, key bits, value bits) resolves") 
 TEST_CASE("registry: unsupported combinations are a clear error listing the build") {
     const auto& first = tq::variants().front();
     const tq_kernels* out = nullptr;
-    const int fd = first.head_dim, fb = first.bits;
-    const std::vector<std::array<int, 3>> unsupported = {{100, fb, fb}, {fd, 9, fb}, {fd, fb, 0}, {-1, -1, -1}};
+    const int fd = first.head_dim;
+    const float fb = tq::rate(first), nan = std::nanf("");
+    // not compiled, out of range, not a multiple of 1/8, NaN
+    const std::vector<std::tuple<int, float, float>> unsupported = {
+        {100, fb, fb}, {fd, 9, fb}, {fd, fb, 0}, {-1, -1, -1}, {fd, 3.3f, fb}, {fd, fb, nan}, {fd, 8.125f, fb}};
     for (const auto& [d, kb, vb] : unsupported) {
         CAPTURE(d);
         CHECK(tq_find(d, kb, vb, &out) == TQ_ERROR_UNSUPPORTED);
@@ -46,12 +53,12 @@ TEST_CASE("registry: unsupported combinations are a clear error listing the buil
         CHECK_THROWS_AS(tq::find(d, kb, vb), tq::Error);
     }
     try {
-        tq::find(100, first.bits, first.bits);
+        tq::find(100, fb, fb);
     } catch (const tq::Error& e) {
         CHECK(e.code() == TQ_ERROR_UNSUPPORTED);
         CHECK(std::string(e.what()).find("key and value bits each in {") != std::string::npos);
     }
-    CHECK(tq_find(first.head_dim, first.bits, first.bits, nullptr) == TQ_ERROR_INVALID_ARGUMENT);
+    CHECK(tq_find(first.head_dim, fb, fb, nullptr) == TQ_ERROR_INVALID_ARGUMENT);
     CHECK(std::string(tq_last_error()).find("NULL") != std::string::npos);
 }
 

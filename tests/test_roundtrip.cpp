@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-TEST_CASE("round trip: mean relative MSE within 5% of theory; least-squares scale never worse") {
+TEST_CASE("round trip: mean relative MSE within 5% of theory, and the least-squares scale is never worse") {
     // A Gaussian x, normalized, is uniform on the sphere, so E|x - x_hat|^2/|x|^2
     // is exactly the codebook's unit-vector MSE.  With 2000 vectors the sampling
     // error of the mean is < 1% (per-vector spread ~ sqrt(2/d) of the mean).
@@ -11,9 +11,9 @@ TEST_CASE("round trip: mean relative MSE within 5% of theory; least-squares scal
     for (const tq_bit_kernels& v : tq::variants()) {
         const int d = v.head_dim;
         CAPTURE(d);
-        CAPTURE(v.bits);
+        CAPTURE(v.rate_eighths);
         const auto signs = tq::rotation_signs(d, tq::test::kSeed);
-        const auto x = tq::test::gaussian(std::size_t(kVectors) * d, 100 + v.bits);
+        const auto x = tq::test::gaussian(std::size_t(kVectors) * d, 100 + v.rate_eighths);
         std::vector<std::uint8_t> code(v.code_bytes);
         std::vector<float> out(d);
         double sum = 0, sum_ls = 0;

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -46,40 +47,56 @@ inline std::vector<int> plane_widths(int bits) {
     }
 }
 
-// Written from the format description, not from the generator: plane p of
-// width w is n = d*w/8 bytes; field k of its byte j holds coordinate k*n + j.
-inline std::vector<std::uint8_t> reference_pack(int d, int bits, std::span<const std::uint8_t> levels) {
-    std::vector<std::uint8_t> out(d * bits / 8, 0);
-    int offset = 0, shift = 0;
-    for (int w : plane_widths(bits)) {
-        const int n = d * w / 8;
-        for (int i = 0; i < d; ++i) {
-            const int k = i / n, j = i % n;
-            const int field = (levels[i] >> shift) & ((1 << w) - 1);
-            out[offset + j] = static_cast<std::uint8_t>(out[offset + j] | (field << (k * w)));
+// A variant's coordinate i: its bits, centroids and boundaries (the high-rate
+// codebook for the first high_coords coordinates of a fractional rate).
+inline int coord_bits(const tq_bit_kernels& v, int i) { return i < v.high_coords ? v.bits + 1 : v.bits; }
+inline const float* coord_centroids(const tq_bit_kernels& v, int i) {
+    return i < v.high_coords ? v.high_centroids : v.centroids;
+}
+inline const float* coord_boundaries(const tq_bit_kernels& v, int i) {
+    return i < v.high_coords ? v.high_boundaries : v.boundaries;
+}
+
+// Written from the format description, not from the generator: a segment of n
+// coordinates at b bits is packed as its own vector, segments one after the
+// other; plane p of width w is n*w/8 bytes; field k of its byte j holds the
+// segment's coordinate k*(n*w/8) + j.
+inline std::vector<std::uint8_t> reference_pack(const tq_bit_kernels& v, std::span<const std::uint8_t> levels) {
+    const int d = v.head_dim;
+    std::vector<std::uint8_t> out(v.code_bytes, 0);
+    int offset = 0;
+    for (auto [first, count, bits] : {std::array{0, v.high_coords, v.bits + 1}, std::array{v.high_coords, d - v.high_coords, v.bits}}) {
+        int shift = 0;
+        for (int w : plane_widths(bits)) {
+            const int n = count * w / 8;
+            for (int i = 0; i < count; ++i) {
+                const int k = i / n, j = i % n;
+                const int field = (levels[first + i] >> shift) & ((1 << w) - 1);
+                out[offset + j] = static_cast<std::uint8_t>(out[offset + j] | (field << (k * w)));
+            }
+            offset += n;
+            shift += w;
         }
-        offset += n;
-        shift += w;
     }
     return out;
 }
 
-// Level of u: the number of boundaries <= u.
-inline std::uint8_t reference_level(const tq_bit_kernels& v, float u) {
-    const int levels = 1 << v.bits;
+// Level of coordinate i's value u: the number of its boundaries <= u.
+inline std::uint8_t reference_level(const tq_bit_kernels& v, int i, float u) {
+    const int levels = 1 << coord_bits(v, i);
     int count = 0;
-    for (int i = 0; i < levels - 1; ++i) count += v.boundaries[i] <= u;
+    for (int b = 0; b < levels - 1; ++b) count += coord_boundaries(v, i)[b] <= u;
     return static_cast<std::uint8_t>(count);
 }
 
 // Runs body(variant, kernel table, rotation signs) for every compiled (head_dim,
-// bits) of the active ISA, with both captured for failure messages.
+// bit rate) of the active ISA, with both captured for failure messages.
 template <class Body>
 void for_each_variant(Body body) {
     for (const tq_bit_kernels& v : tq::variants()) {
         CAPTURE(v.head_dim);
-        CAPTURE(v.bits);
-        body(v, tq::find(v.head_dim, v.bits, v.bits), tq::rotation_signs(v.head_dim, kSeed));
+        CAPTURE(v.rate_eighths);
+        body(v, tq::find(v.head_dim, tq::rate(v), tq::rate(v)), tq::rotation_signs(v.head_dim, kSeed));
     }
 }
 

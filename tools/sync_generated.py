@@ -2,7 +2,7 @@
 """Keeps generated/ (the checked-in default kernel set) equal to what the
 generator makes of the default variants.
 
-    sync_generated.py --check --tq-codebook PATH --head-dims "64;128;256" --bits "2;3;4" --isas "scalar;avx2;avx512"
+    sync_generated.py --check --tq-codebook PATH --head-dims "64;80;96;128;160;192;256" --bits "2;3;4" --isas "scalar;avx2;avx512"
         regenerates into a temporary folder and fails, listing the files, on any difference
     sync_generated.py --write ...
         rewrites generated/ from scratch

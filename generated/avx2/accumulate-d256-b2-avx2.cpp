@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d256_b2__avx2: fused weighted sum, head_dim 256, 2 bits, ISA avx2
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b2.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx2 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 64 bytes each, in the rotated domain; acc stays in 32 registers.
 void tq_accumulate_d256_b2__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d256_b2;
-    const Table<4> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
+
+    const Table<4> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[256] = {
         0, 4, 8, 12, 16, 20, 24, 28,
@@ -90,38 +92,38 @@ void tq_accumulate_d256_b2__avx2(const float* weights, const uint8_t* codes, con
         const V w = set1(weights[t] * scales[t]);
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);
-        a0 = fmadd(w, centroids.lookup_field<3>(w0), a0);
-        a1 = fmadd(w, centroids.lookup_field<3>(shr<2>(w0)), a1);
-        a2 = fmadd(w, centroids.lookup_field<3>(shr<4>(w0)), a2);
-        a3 = fmadd(w, centroids.lookup_field<3>(shr<6>(w0)), a3);
-        a4 = fmadd(w, centroids.lookup_field<3>(shr<8>(w0)), a4);
-        a5 = fmadd(w, centroids.lookup_field<3>(shr<10>(w0)), a5);
-        a6 = fmadd(w, centroids.lookup_field<3>(shr<12>(w0)), a6);
-        a7 = fmadd(w, centroids.lookup_field<3>(shr<14>(w0)), a7);
-        a8 = fmadd(w, centroids.lookup_field<3>(shr<16>(w0)), a8);
-        a9 = fmadd(w, centroids.lookup_field<3>(shr<18>(w0)), a9);
-        a10 = fmadd(w, centroids.lookup_field<3>(shr<20>(w0)), a10);
-        a11 = fmadd(w, centroids.lookup_field<3>(shr<22>(w0)), a11);
-        a12 = fmadd(w, centroids.lookup_field<3>(shr<24>(w0)), a12);
-        a13 = fmadd(w, centroids.lookup_field<3>(shr<26>(w0)), a13);
-        a14 = fmadd(w, centroids.lookup_field<3>(shr<28>(w0)), a14);
-        a15 = fmadd(w, centroids.lookup(shr<30>(w0)), a15);
-        a16 = fmadd(w, centroids.lookup_field<3>(w1), a16);
-        a17 = fmadd(w, centroids.lookup_field<3>(shr<2>(w1)), a17);
-        a18 = fmadd(w, centroids.lookup_field<3>(shr<4>(w1)), a18);
-        a19 = fmadd(w, centroids.lookup_field<3>(shr<6>(w1)), a19);
-        a20 = fmadd(w, centroids.lookup_field<3>(shr<8>(w1)), a20);
-        a21 = fmadd(w, centroids.lookup_field<3>(shr<10>(w1)), a21);
-        a22 = fmadd(w, centroids.lookup_field<3>(shr<12>(w1)), a22);
-        a23 = fmadd(w, centroids.lookup_field<3>(shr<14>(w1)), a23);
-        a24 = fmadd(w, centroids.lookup_field<3>(shr<16>(w1)), a24);
-        a25 = fmadd(w, centroids.lookup_field<3>(shr<18>(w1)), a25);
-        a26 = fmadd(w, centroids.lookup_field<3>(shr<20>(w1)), a26);
-        a27 = fmadd(w, centroids.lookup_field<3>(shr<22>(w1)), a27);
-        a28 = fmadd(w, centroids.lookup_field<3>(shr<24>(w1)), a28);
-        a29 = fmadd(w, centroids.lookup_field<3>(shr<26>(w1)), a29);
-        a30 = fmadd(w, centroids.lookup_field<3>(shr<28>(w1)), a30);
-        a31 = fmadd(w, centroids.lookup(shr<30>(w1)), a31);
+        a0 = fmadd(w, centroids0.lookup_field<3>(w0), a0);
+        a1 = fmadd(w, centroids0.lookup_field<3>(shr<2>(w0)), a1);
+        a2 = fmadd(w, centroids0.lookup_field<3>(shr<4>(w0)), a2);
+        a3 = fmadd(w, centroids0.lookup_field<3>(shr<6>(w0)), a3);
+        a4 = fmadd(w, centroids0.lookup_field<3>(shr<8>(w0)), a4);
+        a5 = fmadd(w, centroids0.lookup_field<3>(shr<10>(w0)), a5);
+        a6 = fmadd(w, centroids0.lookup_field<3>(shr<12>(w0)), a6);
+        a7 = fmadd(w, centroids0.lookup_field<3>(shr<14>(w0)), a7);
+        a8 = fmadd(w, centroids0.lookup_field<3>(shr<16>(w0)), a8);
+        a9 = fmadd(w, centroids0.lookup_field<3>(shr<18>(w0)), a9);
+        a10 = fmadd(w, centroids0.lookup_field<3>(shr<20>(w0)), a10);
+        a11 = fmadd(w, centroids0.lookup_field<3>(shr<22>(w0)), a11);
+        a12 = fmadd(w, centroids0.lookup_field<3>(shr<24>(w0)), a12);
+        a13 = fmadd(w, centroids0.lookup_field<3>(shr<26>(w0)), a13);
+        a14 = fmadd(w, centroids0.lookup_field<3>(shr<28>(w0)), a14);
+        a15 = fmadd(w, centroids0.lookup(shr<30>(w0)), a15);
+        a16 = fmadd(w, centroids0.lookup_field<3>(w1), a16);
+        a17 = fmadd(w, centroids0.lookup_field<3>(shr<2>(w1)), a17);
+        a18 = fmadd(w, centroids0.lookup_field<3>(shr<4>(w1)), a18);
+        a19 = fmadd(w, centroids0.lookup_field<3>(shr<6>(w1)), a19);
+        a20 = fmadd(w, centroids0.lookup_field<3>(shr<8>(w1)), a20);
+        a21 = fmadd(w, centroids0.lookup_field<3>(shr<10>(w1)), a21);
+        a22 = fmadd(w, centroids0.lookup_field<3>(shr<12>(w1)), a22);
+        a23 = fmadd(w, centroids0.lookup_field<3>(shr<14>(w1)), a23);
+        a24 = fmadd(w, centroids0.lookup_field<3>(shr<16>(w1)), a24);
+        a25 = fmadd(w, centroids0.lookup_field<3>(shr<18>(w1)), a25);
+        a26 = fmadd(w, centroids0.lookup_field<3>(shr<20>(w1)), a26);
+        a27 = fmadd(w, centroids0.lookup_field<3>(shr<22>(w1)), a27);
+        a28 = fmadd(w, centroids0.lookup_field<3>(shr<24>(w1)), a28);
+        a29 = fmadd(w, centroids0.lookup_field<3>(shr<26>(w1)), a29);
+        a30 = fmadd(w, centroids0.lookup_field<3>(shr<28>(w1)), a30);
+        a31 = fmadd(w, centroids0.lookup(shr<30>(w1)), a31);
     }
     store(ap + 0, a0);
     store(ap + 8, a1);

@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d256_b4__avx2: fused weighted sum, head_dim 256, 4 bits, ISA avx2
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b4.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx2 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 128 bytes each, in the rotated domain; acc stays in 32 registers.
 void tq_accumulate_d256_b4__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d256_b4;
-    const Table<16> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
+
+    const Table<16> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[256] = {
         0, 4, 8, 12, 16, 20, 24, 28,
@@ -92,38 +94,38 @@ void tq_accumulate_d256_b4__avx2(const float* weights, const uint8_t* codes, con
         const I w1 = load_dwords(p + 32);
         const I w2 = load_dwords(p + 64);
         const I w3 = load_dwords(p + 96);
-        a0 = fmadd(w, centroids.lookup_field<15>(w0), a0);
-        a1 = fmadd(w, centroids.lookup_field<15>(shr<4>(w0)), a1);
-        a2 = fmadd(w, centroids.lookup_field<15>(shr<8>(w0)), a2);
-        a3 = fmadd(w, centroids.lookup_field<15>(shr<12>(w0)), a3);
-        a4 = fmadd(w, centroids.lookup_field<15>(shr<16>(w0)), a4);
-        a5 = fmadd(w, centroids.lookup_field<15>(shr<20>(w0)), a5);
-        a6 = fmadd(w, centroids.lookup_field<15>(shr<24>(w0)), a6);
-        a7 = fmadd(w, centroids.lookup(shr<28>(w0)), a7);
-        a8 = fmadd(w, centroids.lookup_field<15>(w1), a8);
-        a9 = fmadd(w, centroids.lookup_field<15>(shr<4>(w1)), a9);
-        a10 = fmadd(w, centroids.lookup_field<15>(shr<8>(w1)), a10);
-        a11 = fmadd(w, centroids.lookup_field<15>(shr<12>(w1)), a11);
-        a12 = fmadd(w, centroids.lookup_field<15>(shr<16>(w1)), a12);
-        a13 = fmadd(w, centroids.lookup_field<15>(shr<20>(w1)), a13);
-        a14 = fmadd(w, centroids.lookup_field<15>(shr<24>(w1)), a14);
-        a15 = fmadd(w, centroids.lookup(shr<28>(w1)), a15);
-        a16 = fmadd(w, centroids.lookup_field<15>(w2), a16);
-        a17 = fmadd(w, centroids.lookup_field<15>(shr<4>(w2)), a17);
-        a18 = fmadd(w, centroids.lookup_field<15>(shr<8>(w2)), a18);
-        a19 = fmadd(w, centroids.lookup_field<15>(shr<12>(w2)), a19);
-        a20 = fmadd(w, centroids.lookup_field<15>(shr<16>(w2)), a20);
-        a21 = fmadd(w, centroids.lookup_field<15>(shr<20>(w2)), a21);
-        a22 = fmadd(w, centroids.lookup_field<15>(shr<24>(w2)), a22);
-        a23 = fmadd(w, centroids.lookup(shr<28>(w2)), a23);
-        a24 = fmadd(w, centroids.lookup_field<15>(w3), a24);
-        a25 = fmadd(w, centroids.lookup_field<15>(shr<4>(w3)), a25);
-        a26 = fmadd(w, centroids.lookup_field<15>(shr<8>(w3)), a26);
-        a27 = fmadd(w, centroids.lookup_field<15>(shr<12>(w3)), a27);
-        a28 = fmadd(w, centroids.lookup_field<15>(shr<16>(w3)), a28);
-        a29 = fmadd(w, centroids.lookup_field<15>(shr<20>(w3)), a29);
-        a30 = fmadd(w, centroids.lookup_field<15>(shr<24>(w3)), a30);
-        a31 = fmadd(w, centroids.lookup(shr<28>(w3)), a31);
+        a0 = fmadd(w, centroids0.lookup_field<15>(w0), a0);
+        a1 = fmadd(w, centroids0.lookup_field<15>(shr<4>(w0)), a1);
+        a2 = fmadd(w, centroids0.lookup_field<15>(shr<8>(w0)), a2);
+        a3 = fmadd(w, centroids0.lookup_field<15>(shr<12>(w0)), a3);
+        a4 = fmadd(w, centroids0.lookup_field<15>(shr<16>(w0)), a4);
+        a5 = fmadd(w, centroids0.lookup_field<15>(shr<20>(w0)), a5);
+        a6 = fmadd(w, centroids0.lookup_field<15>(shr<24>(w0)), a6);
+        a7 = fmadd(w, centroids0.lookup(shr<28>(w0)), a7);
+        a8 = fmadd(w, centroids0.lookup_field<15>(w1), a8);
+        a9 = fmadd(w, centroids0.lookup_field<15>(shr<4>(w1)), a9);
+        a10 = fmadd(w, centroids0.lookup_field<15>(shr<8>(w1)), a10);
+        a11 = fmadd(w, centroids0.lookup_field<15>(shr<12>(w1)), a11);
+        a12 = fmadd(w, centroids0.lookup_field<15>(shr<16>(w1)), a12);
+        a13 = fmadd(w, centroids0.lookup_field<15>(shr<20>(w1)), a13);
+        a14 = fmadd(w, centroids0.lookup_field<15>(shr<24>(w1)), a14);
+        a15 = fmadd(w, centroids0.lookup(shr<28>(w1)), a15);
+        a16 = fmadd(w, centroids0.lookup_field<15>(w2), a16);
+        a17 = fmadd(w, centroids0.lookup_field<15>(shr<4>(w2)), a17);
+        a18 = fmadd(w, centroids0.lookup_field<15>(shr<8>(w2)), a18);
+        a19 = fmadd(w, centroids0.lookup_field<15>(shr<12>(w2)), a19);
+        a20 = fmadd(w, centroids0.lookup_field<15>(shr<16>(w2)), a20);
+        a21 = fmadd(w, centroids0.lookup_field<15>(shr<20>(w2)), a21);
+        a22 = fmadd(w, centroids0.lookup_field<15>(shr<24>(w2)), a22);
+        a23 = fmadd(w, centroids0.lookup(shr<28>(w2)), a23);
+        a24 = fmadd(w, centroids0.lookup_field<15>(w3), a24);
+        a25 = fmadd(w, centroids0.lookup_field<15>(shr<4>(w3)), a25);
+        a26 = fmadd(w, centroids0.lookup_field<15>(shr<8>(w3)), a26);
+        a27 = fmadd(w, centroids0.lookup_field<15>(shr<12>(w3)), a27);
+        a28 = fmadd(w, centroids0.lookup_field<15>(shr<16>(w3)), a28);
+        a29 = fmadd(w, centroids0.lookup_field<15>(shr<20>(w3)), a29);
+        a30 = fmadd(w, centroids0.lookup_field<15>(shr<24>(w3)), a30);
+        a31 = fmadd(w, centroids0.lookup(shr<28>(w3)), a31);
     }
     store(ap + 0, a0);
     store(ap + 8, a1);

@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d64_b2__avx2: fused weighted sum, head_dim 64, 2 bits, ISA avx2
 // Op count:  per value: 64 centroid lookups, 64 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d64-b2.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx2 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 16 bytes each, in the rotated domain; acc stays in 8 registers.
 void tq_accumulate_d64_b2__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d64_b2;
-    const Table<4> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
+
+    const Table<4> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 8);
     V a2 = load(acc + 16);
@@ -27,14 +29,14 @@ void tq_accumulate_d64_b2__avx2(const float* weights, const uint8_t* codes, cons
         const uint8_t* p = codes + t * 16;
         prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(field<0, 3>(p + 0)), a0);
-        a1 = fmadd(w, centroids.lookup(field<0, 3>(p + 8)), a1);
-        a2 = fmadd(w, centroids.lookup(field<2, 3>(p + 0)), a2);
-        a3 = fmadd(w, centroids.lookup(field<2, 3>(p + 8)), a3);
-        a4 = fmadd(w, centroids.lookup(field<4, 3>(p + 0)), a4);
-        a5 = fmadd(w, centroids.lookup(field<4, 3>(p + 8)), a5);
-        a6 = fmadd(w, centroids.lookup(field<6, 255>(p + 0)), a6);
-        a7 = fmadd(w, centroids.lookup(field<6, 255>(p + 8)), a7);
+        a0 = fmadd(w, centroids0.lookup(field<0, 3>(p + 0)), a0);
+        a1 = fmadd(w, centroids0.lookup(field<0, 3>(p + 8)), a1);
+        a2 = fmadd(w, centroids0.lookup(field<2, 3>(p + 0)), a2);
+        a3 = fmadd(w, centroids0.lookup(field<2, 3>(p + 8)), a3);
+        a4 = fmadd(w, centroids0.lookup(field<4, 3>(p + 0)), a4);
+        a5 = fmadd(w, centroids0.lookup(field<4, 3>(p + 8)), a5);
+        a6 = fmadd(w, centroids0.lookup(field<6, 255>(p + 0)), a6);
+        a7 = fmadd(w, centroids0.lookup(field<6, 255>(p + 8)), a7);
     }
     store(acc + 0, a0);
     store(acc + 8, a1);

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d128_b4__avx2: encode, head_dim 128, 4 bits, ISA avx2
 // Op count:  128 multiply-adds in double (norm), 128 multiplies (normalize), rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in)), 512 compares (4-step search over 15 boundaries), 64 packed bytes written
 #include "codebooks/codebook-d128-b4.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -18,7 +19,8 @@ namespace tq::avx2 {
 // kernel does.  Returns TQ_ERROR_NONFINITE, or TQ_ERROR_RANGE above TQ_MAX_NORM(d),
 // having written nothing.
 int tq_encode_d128_b4__avx2(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
-    namespace cb = tq::codebooks::d128_b4;
+    namespace cb0 = tq::codebooks::d128_b4;  // coordinates 0..127
+
     V r0 = load(x + 0);
     V r1 = load(x + 8);
     V r2 = load(x + 16);
@@ -126,104 +128,105 @@ int tq_encode_d128_b4__avx2(const float* signs, const float* x, int scale_kind, 
     butterfly(r6, r14);
     butterfly(r7, r15);
 
-    const Table<16> boundaries(cb::kBoundaryTable);
-    const I l0 = bucketize<4>(r0, boundaries);
-    const I l1 = bucketize<4>(r1, boundaries);
-    const I l2 = bucketize<4>(r2, boundaries);
-    const I l3 = bucketize<4>(r3, boundaries);
-    const I l4 = bucketize<4>(r4, boundaries);
-    const I l5 = bucketize<4>(r5, boundaries);
-    const I l6 = bucketize<4>(r6, boundaries);
-    const I l7 = bucketize<4>(r7, boundaries);
-    const I l8 = bucketize<4>(r8, boundaries);
-    const I l9 = bucketize<4>(r9, boundaries);
-    const I l10 = bucketize<4>(r10, boundaries);
-    const I l11 = bucketize<4>(r11, boundaries);
-    const I l12 = bucketize<4>(r12, boundaries);
-    const I l13 = bucketize<4>(r13, boundaries);
-    const I l14 = bucketize<4>(r14, boundaries);
-    const I l15 = bucketize<4>(r15, boundaries);
+
+    const Table<16> boundaries0(cb0::kBoundaryTable);
+    const I l0 = bucketize<4>(r0, boundaries0);
+    const I l1 = bucketize<4>(r1, boundaries0);
+    const I l2 = bucketize<4>(r2, boundaries0);
+    const I l3 = bucketize<4>(r3, boundaries0);
+    const I l4 = bucketize<4>(r4, boundaries0);
+    const I l5 = bucketize<4>(r5, boundaries0);
+    const I l6 = bucketize<4>(r6, boundaries0);
+    const I l7 = bucketize<4>(r7, boundaries0);
+    const I l8 = bucketize<4>(r8, boundaries0);
+    const I l9 = bucketize<4>(r9, boundaries0);
+    const I l10 = bucketize<4>(r10, boundaries0);
+    const I l11 = bucketize<4>(r11, boundaries0);
+    const I l12 = bucketize<4>(r12, boundaries0);
+    const I l13 = bucketize<4>(r13, boundaries0);
+    const I l14 = bucketize<4>(r14, boundaries0);
+    const I l15 = bucketize<4>(r15, boundaries0);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<16> centroids(cb::kCentroids);
+        const Table<16> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V c = centroids.lookup(l0);
+            const V c = centroids0.lookup(l0);
             uc.add_products(0, r0, c);
             cc.add_products(0, c, c);
         }
         {
-            const V c = centroids.lookup(l1);
+            const V c = centroids0.lookup(l1);
             uc.add_products(1, r1, c);
             cc.add_products(1, c, c);
         }
         {
-            const V c = centroids.lookup(l2);
+            const V c = centroids0.lookup(l2);
             uc.add_products(2, r2, c);
             cc.add_products(2, c, c);
         }
         {
-            const V c = centroids.lookup(l3);
+            const V c = centroids0.lookup(l3);
             uc.add_products(3, r3, c);
             cc.add_products(3, c, c);
         }
         {
-            const V c = centroids.lookup(l4);
+            const V c = centroids0.lookup(l4);
             uc.add_products(4, r4, c);
             cc.add_products(4, c, c);
         }
         {
-            const V c = centroids.lookup(l5);
+            const V c = centroids0.lookup(l5);
             uc.add_products(5, r5, c);
             cc.add_products(5, c, c);
         }
         {
-            const V c = centroids.lookup(l6);
+            const V c = centroids0.lookup(l6);
             uc.add_products(6, r6, c);
             cc.add_products(6, c, c);
         }
         {
-            const V c = centroids.lookup(l7);
+            const V c = centroids0.lookup(l7);
             uc.add_products(7, r7, c);
             cc.add_products(7, c, c);
         }
         {
-            const V c = centroids.lookup(l8);
+            const V c = centroids0.lookup(l8);
             uc.add_products(8, r8, c);
             cc.add_products(8, c, c);
         }
         {
-            const V c = centroids.lookup(l9);
+            const V c = centroids0.lookup(l9);
             uc.add_products(9, r9, c);
             cc.add_products(9, c, c);
         }
         {
-            const V c = centroids.lookup(l10);
+            const V c = centroids0.lookup(l10);
             uc.add_products(10, r10, c);
             cc.add_products(10, c, c);
         }
         {
-            const V c = centroids.lookup(l11);
+            const V c = centroids0.lookup(l11);
             uc.add_products(11, r11, c);
             cc.add_products(11, c, c);
         }
         {
-            const V c = centroids.lookup(l12);
+            const V c = centroids0.lookup(l12);
             uc.add_products(12, r12, c);
             cc.add_products(12, c, c);
         }
         {
-            const V c = centroids.lookup(l13);
+            const V c = centroids0.lookup(l13);
             uc.add_products(13, r13, c);
             cc.add_products(13, c, c);
         }
         {
-            const V c = centroids.lookup(l14);
+            const V c = centroids0.lookup(l14);
             uc.add_products(14, r14, c);
             cc.add_products(14, c, c);
         }
         {
-            const V c = centroids.lookup(l15);
+            const V c = centroids0.lookup(l15);
             uc.add_products(15, r15, c);
             cc.add_products(15, c, c);
         }

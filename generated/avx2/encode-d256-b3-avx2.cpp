@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d256_b3__avx2: encode, head_dim 256, 3 bits, ISA avx2
 // Op count:  256 multiply-adds in double (norm), 256 multiplies (normalize), rotation (2048 add/sub (FWHT), 256 multiplies (signs with 1/sqrt(d) folded in)), 768 compares (3-step search over 7 boundaries), 96 packed bytes written
 #include "codebooks/codebook-d256-b3.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -18,7 +19,8 @@ namespace tq::avx2 {
 // kernel does.  Returns TQ_ERROR_NONFINITE, or TQ_ERROR_RANGE above TQ_MAX_NORM(d),
 // having written nothing.
 int tq_encode_d256_b3__avx2(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
-    namespace cb = tq::codebooks::d256_b3;
+    namespace cb0 = tq::codebooks::d256_b3;  // coordinates 0..255
+
     V r0 = load(x + 0);
     V r1 = load(x + 8);
     V r2 = load(x + 16);
@@ -239,200 +241,201 @@ int tq_encode_d256_b3__avx2(const float* signs, const float* x, int scale_kind, 
     butterfly(r14, r30);
     butterfly(r15, r31);
 
-    const Table<8> boundaries(cb::kBoundaryTable);
-    const I l0 = bucketize<3>(r0, boundaries);
-    const I l1 = bucketize<3>(r1, boundaries);
-    const I l2 = bucketize<3>(r2, boundaries);
-    const I l3 = bucketize<3>(r3, boundaries);
-    const I l4 = bucketize<3>(r4, boundaries);
-    const I l5 = bucketize<3>(r5, boundaries);
-    const I l6 = bucketize<3>(r6, boundaries);
-    const I l7 = bucketize<3>(r7, boundaries);
-    const I l8 = bucketize<3>(r8, boundaries);
-    const I l9 = bucketize<3>(r9, boundaries);
-    const I l10 = bucketize<3>(r10, boundaries);
-    const I l11 = bucketize<3>(r11, boundaries);
-    const I l12 = bucketize<3>(r12, boundaries);
-    const I l13 = bucketize<3>(r13, boundaries);
-    const I l14 = bucketize<3>(r14, boundaries);
-    const I l15 = bucketize<3>(r15, boundaries);
-    const I l16 = bucketize<3>(r16, boundaries);
-    const I l17 = bucketize<3>(r17, boundaries);
-    const I l18 = bucketize<3>(r18, boundaries);
-    const I l19 = bucketize<3>(r19, boundaries);
-    const I l20 = bucketize<3>(r20, boundaries);
-    const I l21 = bucketize<3>(r21, boundaries);
-    const I l22 = bucketize<3>(r22, boundaries);
-    const I l23 = bucketize<3>(r23, boundaries);
-    const I l24 = bucketize<3>(r24, boundaries);
-    const I l25 = bucketize<3>(r25, boundaries);
-    const I l26 = bucketize<3>(r26, boundaries);
-    const I l27 = bucketize<3>(r27, boundaries);
-    const I l28 = bucketize<3>(r28, boundaries);
-    const I l29 = bucketize<3>(r29, boundaries);
-    const I l30 = bucketize<3>(r30, boundaries);
-    const I l31 = bucketize<3>(r31, boundaries);
+
+    const Table<8> boundaries0(cb0::kBoundaryTable);
+    const I l0 = bucketize<3>(r0, boundaries0);
+    const I l1 = bucketize<3>(r1, boundaries0);
+    const I l2 = bucketize<3>(r2, boundaries0);
+    const I l3 = bucketize<3>(r3, boundaries0);
+    const I l4 = bucketize<3>(r4, boundaries0);
+    const I l5 = bucketize<3>(r5, boundaries0);
+    const I l6 = bucketize<3>(r6, boundaries0);
+    const I l7 = bucketize<3>(r7, boundaries0);
+    const I l8 = bucketize<3>(r8, boundaries0);
+    const I l9 = bucketize<3>(r9, boundaries0);
+    const I l10 = bucketize<3>(r10, boundaries0);
+    const I l11 = bucketize<3>(r11, boundaries0);
+    const I l12 = bucketize<3>(r12, boundaries0);
+    const I l13 = bucketize<3>(r13, boundaries0);
+    const I l14 = bucketize<3>(r14, boundaries0);
+    const I l15 = bucketize<3>(r15, boundaries0);
+    const I l16 = bucketize<3>(r16, boundaries0);
+    const I l17 = bucketize<3>(r17, boundaries0);
+    const I l18 = bucketize<3>(r18, boundaries0);
+    const I l19 = bucketize<3>(r19, boundaries0);
+    const I l20 = bucketize<3>(r20, boundaries0);
+    const I l21 = bucketize<3>(r21, boundaries0);
+    const I l22 = bucketize<3>(r22, boundaries0);
+    const I l23 = bucketize<3>(r23, boundaries0);
+    const I l24 = bucketize<3>(r24, boundaries0);
+    const I l25 = bucketize<3>(r25, boundaries0);
+    const I l26 = bucketize<3>(r26, boundaries0);
+    const I l27 = bucketize<3>(r27, boundaries0);
+    const I l28 = bucketize<3>(r28, boundaries0);
+    const I l29 = bucketize<3>(r29, boundaries0);
+    const I l30 = bucketize<3>(r30, boundaries0);
+    const I l31 = bucketize<3>(r31, boundaries0);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<8> centroids(cb::kCentroids);
+        const Table<8> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V c = centroids.lookup(l0);
+            const V c = centroids0.lookup(l0);
             uc.add_products(0, r0, c);
             cc.add_products(0, c, c);
         }
         {
-            const V c = centroids.lookup(l1);
+            const V c = centroids0.lookup(l1);
             uc.add_products(1, r1, c);
             cc.add_products(1, c, c);
         }
         {
-            const V c = centroids.lookup(l2);
+            const V c = centroids0.lookup(l2);
             uc.add_products(2, r2, c);
             cc.add_products(2, c, c);
         }
         {
-            const V c = centroids.lookup(l3);
+            const V c = centroids0.lookup(l3);
             uc.add_products(3, r3, c);
             cc.add_products(3, c, c);
         }
         {
-            const V c = centroids.lookup(l4);
+            const V c = centroids0.lookup(l4);
             uc.add_products(4, r4, c);
             cc.add_products(4, c, c);
         }
         {
-            const V c = centroids.lookup(l5);
+            const V c = centroids0.lookup(l5);
             uc.add_products(5, r5, c);
             cc.add_products(5, c, c);
         }
         {
-            const V c = centroids.lookup(l6);
+            const V c = centroids0.lookup(l6);
             uc.add_products(6, r6, c);
             cc.add_products(6, c, c);
         }
         {
-            const V c = centroids.lookup(l7);
+            const V c = centroids0.lookup(l7);
             uc.add_products(7, r7, c);
             cc.add_products(7, c, c);
         }
         {
-            const V c = centroids.lookup(l8);
+            const V c = centroids0.lookup(l8);
             uc.add_products(8, r8, c);
             cc.add_products(8, c, c);
         }
         {
-            const V c = centroids.lookup(l9);
+            const V c = centroids0.lookup(l9);
             uc.add_products(9, r9, c);
             cc.add_products(9, c, c);
         }
         {
-            const V c = centroids.lookup(l10);
+            const V c = centroids0.lookup(l10);
             uc.add_products(10, r10, c);
             cc.add_products(10, c, c);
         }
         {
-            const V c = centroids.lookup(l11);
+            const V c = centroids0.lookup(l11);
             uc.add_products(11, r11, c);
             cc.add_products(11, c, c);
         }
         {
-            const V c = centroids.lookup(l12);
+            const V c = centroids0.lookup(l12);
             uc.add_products(12, r12, c);
             cc.add_products(12, c, c);
         }
         {
-            const V c = centroids.lookup(l13);
+            const V c = centroids0.lookup(l13);
             uc.add_products(13, r13, c);
             cc.add_products(13, c, c);
         }
         {
-            const V c = centroids.lookup(l14);
+            const V c = centroids0.lookup(l14);
             uc.add_products(14, r14, c);
             cc.add_products(14, c, c);
         }
         {
-            const V c = centroids.lookup(l15);
+            const V c = centroids0.lookup(l15);
             uc.add_products(15, r15, c);
             cc.add_products(15, c, c);
         }
         {
-            const V c = centroids.lookup(l16);
+            const V c = centroids0.lookup(l16);
             uc.add_products(16, r16, c);
             cc.add_products(16, c, c);
         }
         {
-            const V c = centroids.lookup(l17);
+            const V c = centroids0.lookup(l17);
             uc.add_products(17, r17, c);
             cc.add_products(17, c, c);
         }
         {
-            const V c = centroids.lookup(l18);
+            const V c = centroids0.lookup(l18);
             uc.add_products(18, r18, c);
             cc.add_products(18, c, c);
         }
         {
-            const V c = centroids.lookup(l19);
+            const V c = centroids0.lookup(l19);
             uc.add_products(19, r19, c);
             cc.add_products(19, c, c);
         }
         {
-            const V c = centroids.lookup(l20);
+            const V c = centroids0.lookup(l20);
             uc.add_products(20, r20, c);
             cc.add_products(20, c, c);
         }
         {
-            const V c = centroids.lookup(l21);
+            const V c = centroids0.lookup(l21);
             uc.add_products(21, r21, c);
             cc.add_products(21, c, c);
         }
         {
-            const V c = centroids.lookup(l22);
+            const V c = centroids0.lookup(l22);
             uc.add_products(22, r22, c);
             cc.add_products(22, c, c);
         }
         {
-            const V c = centroids.lookup(l23);
+            const V c = centroids0.lookup(l23);
             uc.add_products(23, r23, c);
             cc.add_products(23, c, c);
         }
         {
-            const V c = centroids.lookup(l24);
+            const V c = centroids0.lookup(l24);
             uc.add_products(24, r24, c);
             cc.add_products(24, c, c);
         }
         {
-            const V c = centroids.lookup(l25);
+            const V c = centroids0.lookup(l25);
             uc.add_products(25, r25, c);
             cc.add_products(25, c, c);
         }
         {
-            const V c = centroids.lookup(l26);
+            const V c = centroids0.lookup(l26);
             uc.add_products(26, r26, c);
             cc.add_products(26, c, c);
         }
         {
-            const V c = centroids.lookup(l27);
+            const V c = centroids0.lookup(l27);
             uc.add_products(27, r27, c);
             cc.add_products(27, c, c);
         }
         {
-            const V c = centroids.lookup(l28);
+            const V c = centroids0.lookup(l28);
             uc.add_products(28, r28, c);
             cc.add_products(28, c, c);
         }
         {
-            const V c = centroids.lookup(l29);
+            const V c = centroids0.lookup(l29);
             uc.add_products(29, r29, c);
             cc.add_products(29, c, c);
         }
         {
-            const V c = centroids.lookup(l30);
+            const V c = centroids0.lookup(l30);
             uc.add_products(30, r30, c);
             cc.add_products(30, c, c);
         }
         {
-            const V c = centroids.lookup(l31);
+            const V c = centroids0.lookup(l31);
             uc.add_products(31, r31, c);
             cc.add_products(31, c, c);
         }

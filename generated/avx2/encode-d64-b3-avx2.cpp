@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d64_b3__avx2: encode, head_dim 64, 3 bits, ISA avx2
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 192 compares (3-step search over 7 boundaries), 24 packed bytes written
 #include "codebooks/codebook-d64-b3.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -18,7 +19,8 @@ namespace tq::avx2 {
 // kernel does.  Returns TQ_ERROR_NONFINITE, or TQ_ERROR_RANGE above TQ_MAX_NORM(d),
 // having written nothing.
 int tq_encode_d64_b3__avx2(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
-    namespace cb = tq::codebooks::d64_b3;
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+
     V r0 = load(x + 0);
     V r1 = load(x + 8);
     V r2 = load(x + 16);
@@ -73,56 +75,57 @@ int tq_encode_d64_b3__avx2(const float* signs, const float* x, int scale_kind, u
     butterfly(r2, r6);
     butterfly(r3, r7);
 
-    const Table<8> boundaries(cb::kBoundaryTable);
-    const I l0 = bucketize<3>(r0, boundaries);
-    const I l1 = bucketize<3>(r1, boundaries);
-    const I l2 = bucketize<3>(r2, boundaries);
-    const I l3 = bucketize<3>(r3, boundaries);
-    const I l4 = bucketize<3>(r4, boundaries);
-    const I l5 = bucketize<3>(r5, boundaries);
-    const I l6 = bucketize<3>(r6, boundaries);
-    const I l7 = bucketize<3>(r7, boundaries);
+
+    const Table<8> boundaries0(cb0::kBoundaryTable);
+    const I l0 = bucketize<3>(r0, boundaries0);
+    const I l1 = bucketize<3>(r1, boundaries0);
+    const I l2 = bucketize<3>(r2, boundaries0);
+    const I l3 = bucketize<3>(r3, boundaries0);
+    const I l4 = bucketize<3>(r4, boundaries0);
+    const I l5 = bucketize<3>(r5, boundaries0);
+    const I l6 = bucketize<3>(r6, boundaries0);
+    const I l7 = bucketize<3>(r7, boundaries0);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<8> centroids(cb::kCentroids);
+        const Table<8> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V c = centroids.lookup(l0);
+            const V c = centroids0.lookup(l0);
             uc.add_products(0, r0, c);
             cc.add_products(0, c, c);
         }
         {
-            const V c = centroids.lookup(l1);
+            const V c = centroids0.lookup(l1);
             uc.add_products(1, r1, c);
             cc.add_products(1, c, c);
         }
         {
-            const V c = centroids.lookup(l2);
+            const V c = centroids0.lookup(l2);
             uc.add_products(2, r2, c);
             cc.add_products(2, c, c);
         }
         {
-            const V c = centroids.lookup(l3);
+            const V c = centroids0.lookup(l3);
             uc.add_products(3, r3, c);
             cc.add_products(3, c, c);
         }
         {
-            const V c = centroids.lookup(l4);
+            const V c = centroids0.lookup(l4);
             uc.add_products(4, r4, c);
             cc.add_products(4, c, c);
         }
         {
-            const V c = centroids.lookup(l5);
+            const V c = centroids0.lookup(l5);
             uc.add_products(5, r5, c);
             cc.add_products(5, c, c);
         }
         {
-            const V c = centroids.lookup(l6);
+            const V c = centroids0.lookup(l6);
             uc.add_products(6, r6, c);
             cc.add_products(6, c, c);
         }
         {
-            const V c = centroids.lookup(l7);
+            const V c = centroids0.lookup(l7);
             uc.add_products(7, r7, c);
             cc.add_products(7, c, c);
         }

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d128_b2__avx2: fused score, head_dim 128, 2 bits, ISA avx2
 // Op count:  per key: 128 centroid lookups, 128 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d128-b2.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx2 {
 // out[t] = scales[t] * sum_i q[i] * c[level_{t,i}] for n packed keys of
 // 32 bytes each; q (rotated) stays in 16 registers, no key is decoded.
 void tq_score_d128_b2__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
-    namespace cb = tq::codebooks::d128_b2;
-    const Table<4> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
+
+    const Table<4> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[128] = {
         0, 4, 8, 12, 16, 20, 24, 28,
@@ -57,22 +59,22 @@ void tq_score_d128_b2__avx2(const float* q, const uint8_t* codes, const float* s
         prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
-        a0 = fmadd(q0, centroids.lookup_field<3>(w0), a0);
-        a1 = fmadd(q1, centroids.lookup_field<3>(shr<2>(w0)), a1);
-        a0 = fmadd(q2, centroids.lookup_field<3>(shr<4>(w0)), a0);
-        a1 = fmadd(q3, centroids.lookup_field<3>(shr<6>(w0)), a1);
-        a0 = fmadd(q4, centroids.lookup_field<3>(shr<8>(w0)), a0);
-        a1 = fmadd(q5, centroids.lookup_field<3>(shr<10>(w0)), a1);
-        a0 = fmadd(q6, centroids.lookup_field<3>(shr<12>(w0)), a0);
-        a1 = fmadd(q7, centroids.lookup_field<3>(shr<14>(w0)), a1);
-        a0 = fmadd(q8, centroids.lookup_field<3>(shr<16>(w0)), a0);
-        a1 = fmadd(q9, centroids.lookup_field<3>(shr<18>(w0)), a1);
-        a0 = fmadd(q10, centroids.lookup_field<3>(shr<20>(w0)), a0);
-        a1 = fmadd(q11, centroids.lookup_field<3>(shr<22>(w0)), a1);
-        a0 = fmadd(q12, centroids.lookup_field<3>(shr<24>(w0)), a0);
-        a1 = fmadd(q13, centroids.lookup_field<3>(shr<26>(w0)), a1);
-        a0 = fmadd(q14, centroids.lookup_field<3>(shr<28>(w0)), a0);
-        a1 = fmadd(q15, centroids.lookup(shr<30>(w0)), a1);
+        a0 = fmadd(q0, centroids0.lookup_field<3>(w0), a0);
+        a1 = fmadd(q1, centroids0.lookup_field<3>(shr<2>(w0)), a1);
+        a0 = fmadd(q2, centroids0.lookup_field<3>(shr<4>(w0)), a0);
+        a1 = fmadd(q3, centroids0.lookup_field<3>(shr<6>(w0)), a1);
+        a0 = fmadd(q4, centroids0.lookup_field<3>(shr<8>(w0)), a0);
+        a1 = fmadd(q5, centroids0.lookup_field<3>(shr<10>(w0)), a1);
+        a0 = fmadd(q6, centroids0.lookup_field<3>(shr<12>(w0)), a0);
+        a1 = fmadd(q7, centroids0.lookup_field<3>(shr<14>(w0)), a1);
+        a0 = fmadd(q8, centroids0.lookup_field<3>(shr<16>(w0)), a0);
+        a1 = fmadd(q9, centroids0.lookup_field<3>(shr<18>(w0)), a1);
+        a0 = fmadd(q10, centroids0.lookup_field<3>(shr<20>(w0)), a0);
+        a1 = fmadd(q11, centroids0.lookup_field<3>(shr<22>(w0)), a1);
+        a0 = fmadd(q12, centroids0.lookup_field<3>(shr<24>(w0)), a0);
+        a1 = fmadd(q13, centroids0.lookup_field<3>(shr<26>(w0)), a1);
+        a0 = fmadd(q14, centroids0.lookup_field<3>(shr<28>(w0)), a0);
+        a1 = fmadd(q15, centroids0.lookup(shr<30>(w0)), a1);
         return add(a0, a1);
     };
     size_t t = 0;

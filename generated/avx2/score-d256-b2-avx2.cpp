@@ -3,6 +3,7 @@
 // Variant:   tq_score_d256_b2__avx2: fused score, head_dim 256, 2 bits, ISA avx2
 // Op count:  per key: 256 centroid lookups, 256 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d256-b2.hpp"
+
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx2 {
 // out[t] = scales[t] * sum_i q[i] * c[level_{t,i}] for n packed keys of
 // 64 bytes each; q (rotated) stays in 32 registers, no key is decoded.
 void tq_score_d256_b2__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
-    namespace cb = tq::codebooks::d256_b2;
-    const Table<4> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
+
+    const Table<4> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[256] = {
         0, 4, 8, 12, 16, 20, 24, 28,
@@ -90,38 +92,38 @@ void tq_score_d256_b2__avx2(const float* q, const uint8_t* codes, const float* s
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);
-        a0 = fmadd(q0, centroids.lookup_field<3>(w0), a0);
-        a1 = fmadd(q1, centroids.lookup_field<3>(shr<2>(w0)), a1);
-        a0 = fmadd(q2, centroids.lookup_field<3>(shr<4>(w0)), a0);
-        a1 = fmadd(q3, centroids.lookup_field<3>(shr<6>(w0)), a1);
-        a0 = fmadd(q4, centroids.lookup_field<3>(shr<8>(w0)), a0);
-        a1 = fmadd(q5, centroids.lookup_field<3>(shr<10>(w0)), a1);
-        a0 = fmadd(q6, centroids.lookup_field<3>(shr<12>(w0)), a0);
-        a1 = fmadd(q7, centroids.lookup_field<3>(shr<14>(w0)), a1);
-        a0 = fmadd(q8, centroids.lookup_field<3>(shr<16>(w0)), a0);
-        a1 = fmadd(q9, centroids.lookup_field<3>(shr<18>(w0)), a1);
-        a0 = fmadd(q10, centroids.lookup_field<3>(shr<20>(w0)), a0);
-        a1 = fmadd(q11, centroids.lookup_field<3>(shr<22>(w0)), a1);
-        a0 = fmadd(q12, centroids.lookup_field<3>(shr<24>(w0)), a0);
-        a1 = fmadd(q13, centroids.lookup_field<3>(shr<26>(w0)), a1);
-        a0 = fmadd(q14, centroids.lookup_field<3>(shr<28>(w0)), a0);
-        a1 = fmadd(q15, centroids.lookup(shr<30>(w0)), a1);
-        a0 = fmadd(q16, centroids.lookup_field<3>(w1), a0);
-        a1 = fmadd(q17, centroids.lookup_field<3>(shr<2>(w1)), a1);
-        a0 = fmadd(q18, centroids.lookup_field<3>(shr<4>(w1)), a0);
-        a1 = fmadd(q19, centroids.lookup_field<3>(shr<6>(w1)), a1);
-        a0 = fmadd(q20, centroids.lookup_field<3>(shr<8>(w1)), a0);
-        a1 = fmadd(q21, centroids.lookup_field<3>(shr<10>(w1)), a1);
-        a0 = fmadd(q22, centroids.lookup_field<3>(shr<12>(w1)), a0);
-        a1 = fmadd(q23, centroids.lookup_field<3>(shr<14>(w1)), a1);
-        a0 = fmadd(q24, centroids.lookup_field<3>(shr<16>(w1)), a0);
-        a1 = fmadd(q25, centroids.lookup_field<3>(shr<18>(w1)), a1);
-        a0 = fmadd(q26, centroids.lookup_field<3>(shr<20>(w1)), a0);
-        a1 = fmadd(q27, centroids.lookup_field<3>(shr<22>(w1)), a1);
-        a0 = fmadd(q28, centroids.lookup_field<3>(shr<24>(w1)), a0);
-        a1 = fmadd(q29, centroids.lookup_field<3>(shr<26>(w1)), a1);
-        a0 = fmadd(q30, centroids.lookup_field<3>(shr<28>(w1)), a0);
-        a1 = fmadd(q31, centroids.lookup(shr<30>(w1)), a1);
+        a0 = fmadd(q0, centroids0.lookup_field<3>(w0), a0);
+        a1 = fmadd(q1, centroids0.lookup_field<3>(shr<2>(w0)), a1);
+        a0 = fmadd(q2, centroids0.lookup_field<3>(shr<4>(w0)), a0);
+        a1 = fmadd(q3, centroids0.lookup_field<3>(shr<6>(w0)), a1);
+        a0 = fmadd(q4, centroids0.lookup_field<3>(shr<8>(w0)), a0);
+        a1 = fmadd(q5, centroids0.lookup_field<3>(shr<10>(w0)), a1);
+        a0 = fmadd(q6, centroids0.lookup_field<3>(shr<12>(w0)), a0);
+        a1 = fmadd(q7, centroids0.lookup_field<3>(shr<14>(w0)), a1);
+        a0 = fmadd(q8, centroids0.lookup_field<3>(shr<16>(w0)), a0);
+        a1 = fmadd(q9, centroids0.lookup_field<3>(shr<18>(w0)), a1);
+        a0 = fmadd(q10, centroids0.lookup_field<3>(shr<20>(w0)), a0);
+        a1 = fmadd(q11, centroids0.lookup_field<3>(shr<22>(w0)), a1);
+        a0 = fmadd(q12, centroids0.lookup_field<3>(shr<24>(w0)), a0);
+        a1 = fmadd(q13, centroids0.lookup_field<3>(shr<26>(w0)), a1);
+        a0 = fmadd(q14, centroids0.lookup_field<3>(shr<28>(w0)), a0);
+        a1 = fmadd(q15, centroids0.lookup(shr<30>(w0)), a1);
+        a0 = fmadd(q16, centroids0.lookup_field<3>(w1), a0);
+        a1 = fmadd(q17, centroids0.lookup_field<3>(shr<2>(w1)), a1);
+        a0 = fmadd(q18, centroids0.lookup_field<3>(shr<4>(w1)), a0);
+        a1 = fmadd(q19, centroids0.lookup_field<3>(shr<6>(w1)), a1);
+        a0 = fmadd(q20, centroids0.lookup_field<3>(shr<8>(w1)), a0);
+        a1 = fmadd(q21, centroids0.lookup_field<3>(shr<10>(w1)), a1);
+        a0 = fmadd(q22, centroids0.lookup_field<3>(shr<12>(w1)), a0);
+        a1 = fmadd(q23, centroids0.lookup_field<3>(shr<14>(w1)), a1);
+        a0 = fmadd(q24, centroids0.lookup_field<3>(shr<16>(w1)), a0);
+        a1 = fmadd(q25, centroids0.lookup_field<3>(shr<18>(w1)), a1);
+        a0 = fmadd(q26, centroids0.lookup_field<3>(shr<20>(w1)), a0);
+        a1 = fmadd(q27, centroids0.lookup_field<3>(shr<22>(w1)), a1);
+        a0 = fmadd(q28, centroids0.lookup_field<3>(shr<24>(w1)), a0);
+        a1 = fmadd(q29, centroids0.lookup_field<3>(shr<26>(w1)), a1);
+        a0 = fmadd(q30, centroids0.lookup_field<3>(shr<28>(w1)), a0);
+        a1 = fmadd(q31, centroids0.lookup(shr<30>(w1)), a1);
         return add(a0, a1);
     };
     size_t t = 0;

@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d128_b3__avx512: fused weighted sum, head_dim 128, 3 bits, ISA avx512
 // Op count:  per value: 128 centroid lookups, 128 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d128-b3.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx512 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 48 bytes each, in the rotated domain; acc stays in 8 registers.
 void tq_accumulate_d128_b3__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d128_b3;
-    const Table<8> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d128_b3;  // coordinates 0..127
+
+    const Table<8> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 16);
     V a2 = load(acc + 32);
@@ -27,14 +29,14 @@ void tq_accumulate_d128_b3__avx512(const float* weights, const uint8_t* codes, c
         const uint8_t* p = codes + t * 48;
         prefetch(p, 1536);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32)))), a0);
-        a1 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 32)))), a1);
-        a2 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 32)))), a2);
-        a3 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 32)))), a3);
-        a4 = fmadd(w, centroids.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 32)))), a4);
-        a5 = fmadd(w, centroids.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 32)))), a5);
-        a6 = fmadd(w, centroids.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 32)))), a6);
-        a7 = fmadd(w, centroids.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 32)))), a7);
+        a0 = fmadd(w, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32)))), a0);
+        a1 = fmadd(w, centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 32)))), a1);
+        a2 = fmadd(w, centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 32)))), a2);
+        a3 = fmadd(w, centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 32)))), a3);
+        a4 = fmadd(w, centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 32)))), a4);
+        a5 = fmadd(w, centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 32)))), a5);
+        a6 = fmadd(w, centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 32)))), a6);
+        a7 = fmadd(w, centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 32)))), a7);
     }
     store(acc + 0, a0);
     store(acc + 16, a1);

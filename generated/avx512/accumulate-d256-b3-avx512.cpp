@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d256_b3__avx512: fused weighted sum, head_dim 256, 3 bits, ISA avx512
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b3.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx512 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 96 bytes each, in the rotated domain; acc stays in 16 registers.
 void tq_accumulate_d256_b3__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d256_b3;
-    const Table<8> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d256_b3;  // coordinates 0..255
+
+    const Table<8> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 16);
     V a2 = load(acc + 32);
@@ -35,22 +37,22 @@ void tq_accumulate_d256_b3__avx512(const float* weights, const uint8_t* codes, c
         const uint8_t* p = codes + t * 96;
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0);
-        a1 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 80)))), a1);
-        a2 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 64)))), a2);
-        a3 = fmadd(w, centroids.lookup(or_(field<0, 3>(p + 48), shl<2>(field<1, 1>(p + 80)))), a3);
-        a4 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 64)))), a4);
-        a5 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 80)))), a5);
-        a6 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 64)))), a6);
-        a7 = fmadd(w, centroids.lookup(or_(field<2, 3>(p + 48), shl<2>(field<3, 1>(p + 80)))), a7);
-        a8 = fmadd(w, centroids.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 64)))), a8);
-        a9 = fmadd(w, centroids.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 80)))), a9);
-        a10 = fmadd(w, centroids.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 64)))), a10);
-        a11 = fmadd(w, centroids.lookup(or_(field<4, 3>(p + 48), shl<2>(field<5, 1>(p + 80)))), a11);
-        a12 = fmadd(w, centroids.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 64)))), a12);
-        a13 = fmadd(w, centroids.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 80)))), a13);
-        a14 = fmadd(w, centroids.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 64)))), a14);
-        a15 = fmadd(w, centroids.lookup(or_(field<6, 255>(p + 48), shl<2>(field<7, 255>(p + 80)))), a15);
+        a0 = fmadd(w, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0);
+        a1 = fmadd(w, centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 80)))), a1);
+        a2 = fmadd(w, centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 64)))), a2);
+        a3 = fmadd(w, centroids0.lookup(or_(field<0, 3>(p + 48), shl<2>(field<1, 1>(p + 80)))), a3);
+        a4 = fmadd(w, centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 64)))), a4);
+        a5 = fmadd(w, centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 80)))), a5);
+        a6 = fmadd(w, centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 64)))), a6);
+        a7 = fmadd(w, centroids0.lookup(or_(field<2, 3>(p + 48), shl<2>(field<3, 1>(p + 80)))), a7);
+        a8 = fmadd(w, centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 64)))), a8);
+        a9 = fmadd(w, centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 80)))), a9);
+        a10 = fmadd(w, centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 64)))), a10);
+        a11 = fmadd(w, centroids0.lookup(or_(field<4, 3>(p + 48), shl<2>(field<5, 1>(p + 80)))), a11);
+        a12 = fmadd(w, centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 64)))), a12);
+        a13 = fmadd(w, centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 80)))), a13);
+        a14 = fmadd(w, centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 64)))), a14);
+        a15 = fmadd(w, centroids0.lookup(or_(field<6, 255>(p + 48), shl<2>(field<7, 255>(p + 80)))), a15);
     }
     store(acc + 0, a0);
     store(acc + 16, a1);

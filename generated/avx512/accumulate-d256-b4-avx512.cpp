@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d256_b4__avx512: fused weighted sum, head_dim 256, 4 bits, ISA avx512
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b4.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx512 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 128 bytes each, in the rotated domain; acc stays in 16 registers.
 void tq_accumulate_d256_b4__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d256_b4;
-    const Table<16> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
+
+    const Table<16> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[256] = {
         0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
@@ -58,22 +60,22 @@ void tq_accumulate_d256_b4__avx512(const float* weights, const uint8_t* codes, c
         const V w = set1(weights[t] * scales[t]);
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 64);
-        a0 = fmadd(w, centroids.lookup_field<15>(w0), a0);
-        a1 = fmadd(w, centroids.lookup_field<15>(shr<4>(w0)), a1);
-        a2 = fmadd(w, centroids.lookup_field<15>(shr<8>(w0)), a2);
-        a3 = fmadd(w, centroids.lookup_field<15>(shr<12>(w0)), a3);
-        a4 = fmadd(w, centroids.lookup_field<15>(shr<16>(w0)), a4);
-        a5 = fmadd(w, centroids.lookup_field<15>(shr<20>(w0)), a5);
-        a6 = fmadd(w, centroids.lookup_field<15>(shr<24>(w0)), a6);
-        a7 = fmadd(w, centroids.lookup(shr<28>(w0)), a7);
-        a8 = fmadd(w, centroids.lookup_field<15>(w1), a8);
-        a9 = fmadd(w, centroids.lookup_field<15>(shr<4>(w1)), a9);
-        a10 = fmadd(w, centroids.lookup_field<15>(shr<8>(w1)), a10);
-        a11 = fmadd(w, centroids.lookup_field<15>(shr<12>(w1)), a11);
-        a12 = fmadd(w, centroids.lookup_field<15>(shr<16>(w1)), a12);
-        a13 = fmadd(w, centroids.lookup_field<15>(shr<20>(w1)), a13);
-        a14 = fmadd(w, centroids.lookup_field<15>(shr<24>(w1)), a14);
-        a15 = fmadd(w, centroids.lookup(shr<28>(w1)), a15);
+        a0 = fmadd(w, centroids0.lookup_field<15>(w0), a0);
+        a1 = fmadd(w, centroids0.lookup_field<15>(shr<4>(w0)), a1);
+        a2 = fmadd(w, centroids0.lookup_field<15>(shr<8>(w0)), a2);
+        a3 = fmadd(w, centroids0.lookup_field<15>(shr<12>(w0)), a3);
+        a4 = fmadd(w, centroids0.lookup_field<15>(shr<16>(w0)), a4);
+        a5 = fmadd(w, centroids0.lookup_field<15>(shr<20>(w0)), a5);
+        a6 = fmadd(w, centroids0.lookup_field<15>(shr<24>(w0)), a6);
+        a7 = fmadd(w, centroids0.lookup(shr<28>(w0)), a7);
+        a8 = fmadd(w, centroids0.lookup_field<15>(w1), a8);
+        a9 = fmadd(w, centroids0.lookup_field<15>(shr<4>(w1)), a9);
+        a10 = fmadd(w, centroids0.lookup_field<15>(shr<8>(w1)), a10);
+        a11 = fmadd(w, centroids0.lookup_field<15>(shr<12>(w1)), a11);
+        a12 = fmadd(w, centroids0.lookup_field<15>(shr<16>(w1)), a12);
+        a13 = fmadd(w, centroids0.lookup_field<15>(shr<20>(w1)), a13);
+        a14 = fmadd(w, centroids0.lookup_field<15>(shr<24>(w1)), a14);
+        a15 = fmadd(w, centroids0.lookup(shr<28>(w1)), a15);
     }
     store(ap + 0, a0);
     store(ap + 16, a1);

@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d64_b4__avx512: fused weighted sum, head_dim 64, 4 bits, ISA avx512
 // Op count:  per value: 64 centroid lookups, 64 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d64-b4.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx512 {
 // acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
 // of 32 bytes each, in the rotated domain; acc stays in 4 registers.
 void tq_accumulate_d64_b4__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
-    namespace cb = tq::codebooks::d64_b4;
-    const Table<16> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
+
+    const Table<16> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 16);
     V a2 = load(acc + 32);
@@ -23,10 +25,10 @@ void tq_accumulate_d64_b4__avx512(const float* weights, const uint8_t* codes, co
         const uint8_t* p = codes + t * 32;
         prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
         const V w = set1(weights[t] * scales[t]);
-        a0 = fmadd(w, centroids.lookup(field<0, 15>(p + 0)), a0);
-        a1 = fmadd(w, centroids.lookup(field<0, 15>(p + 16)), a1);
-        a2 = fmadd(w, centroids.lookup(field<4, 255>(p + 0)), a2);
-        a3 = fmadd(w, centroids.lookup(field<4, 255>(p + 16)), a3);
+        a0 = fmadd(w, centroids0.lookup(field<0, 15>(p + 0)), a0);
+        a1 = fmadd(w, centroids0.lookup(field<0, 15>(p + 16)), a1);
+        a2 = fmadd(w, centroids0.lookup(field<4, 255>(p + 0)), a2);
+        a3 = fmadd(w, centroids0.lookup(field<4, 255>(p + 16)), a3);
     }
     store(acc + 0, a0);
     store(acc + 16, a1);

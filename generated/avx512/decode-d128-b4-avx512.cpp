@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d128_b4__avx512: decode, head_dim 128, 4 bits, ISA avx512
 // Op count:  128 centroid lookups, 128 multiplies (scale), inverse rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d128-b4.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -14,18 +15,19 @@ void tq_unrotate_d128__avx512(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d128_b4__avx512(const float* signs, const uint8_t* code, float scale, float* out) {
-    namespace cb = tq::codebooks::d128_b4;
-    const Table<16> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d128_b4;  // coordinates 0..127
+
+    const Table<16> centroids0(cb0::kCentroids);
     const V s = set1(scale);
     alignas(64) float y[128];
-    store(y + 0, mul(centroids.lookup(field<0, 15>(code + 0)), s));
-    store(y + 16, mul(centroids.lookup(field<0, 15>(code + 16)), s));
-    store(y + 32, mul(centroids.lookup(field<0, 15>(code + 32)), s));
-    store(y + 48, mul(centroids.lookup(field<0, 15>(code + 48)), s));
-    store(y + 64, mul(centroids.lookup(field<4, 255>(code + 0)), s));
-    store(y + 80, mul(centroids.lookup(field<4, 255>(code + 16)), s));
-    store(y + 96, mul(centroids.lookup(field<4, 255>(code + 32)), s));
-    store(y + 112, mul(centroids.lookup(field<4, 255>(code + 48)), s));
+    store(y + 0, mul(centroids0.lookup(field<0, 15>(code + 0)), s));
+    store(y + 16, mul(centroids0.lookup(field<0, 15>(code + 16)), s));
+    store(y + 32, mul(centroids0.lookup(field<0, 15>(code + 32)), s));
+    store(y + 48, mul(centroids0.lookup(field<0, 15>(code + 48)), s));
+    store(y + 64, mul(centroids0.lookup(field<4, 255>(code + 0)), s));
+    store(y + 80, mul(centroids0.lookup(field<4, 255>(code + 16)), s));
+    store(y + 96, mul(centroids0.lookup(field<4, 255>(code + 32)), s));
+    store(y + 112, mul(centroids0.lookup(field<4, 255>(code + 48)), s));
     tq_unrotate_d128__avx512(signs, y, out);
 }
 

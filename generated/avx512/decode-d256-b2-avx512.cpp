@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d256_b2__avx512: decode, head_dim 256, 2 bits, ISA avx512
 // Op count:  256 centroid lookups, 256 multiplies (scale), inverse rotation (2048 add/sub (FWHT), 256 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d256-b2.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -14,26 +15,27 @@ void tq_unrotate_d256__avx512(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d256_b2__avx512(const float* signs, const uint8_t* code, float scale, float* out) {
-    namespace cb = tq::codebooks::d256_b2;
-    const Table<4> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
+
+    const Table<4> centroids0(cb0::kCentroids);
     const V s = set1(scale);
     alignas(64) float y[256];
-    store(y + 0, mul(centroids.lookup(field<0, 3>(code + 0)), s));
-    store(y + 16, mul(centroids.lookup(field<0, 3>(code + 16)), s));
-    store(y + 32, mul(centroids.lookup(field<0, 3>(code + 32)), s));
-    store(y + 48, mul(centroids.lookup(field<0, 3>(code + 48)), s));
-    store(y + 64, mul(centroids.lookup(field<2, 3>(code + 0)), s));
-    store(y + 80, mul(centroids.lookup(field<2, 3>(code + 16)), s));
-    store(y + 96, mul(centroids.lookup(field<2, 3>(code + 32)), s));
-    store(y + 112, mul(centroids.lookup(field<2, 3>(code + 48)), s));
-    store(y + 128, mul(centroids.lookup(field<4, 3>(code + 0)), s));
-    store(y + 144, mul(centroids.lookup(field<4, 3>(code + 16)), s));
-    store(y + 160, mul(centroids.lookup(field<4, 3>(code + 32)), s));
-    store(y + 176, mul(centroids.lookup(field<4, 3>(code + 48)), s));
-    store(y + 192, mul(centroids.lookup(field<6, 255>(code + 0)), s));
-    store(y + 208, mul(centroids.lookup(field<6, 255>(code + 16)), s));
-    store(y + 224, mul(centroids.lookup(field<6, 255>(code + 32)), s));
-    store(y + 240, mul(centroids.lookup(field<6, 255>(code + 48)), s));
+    store(y + 0, mul(centroids0.lookup(field<0, 3>(code + 0)), s));
+    store(y + 16, mul(centroids0.lookup(field<0, 3>(code + 16)), s));
+    store(y + 32, mul(centroids0.lookup(field<0, 3>(code + 32)), s));
+    store(y + 48, mul(centroids0.lookup(field<0, 3>(code + 48)), s));
+    store(y + 64, mul(centroids0.lookup(field<2, 3>(code + 0)), s));
+    store(y + 80, mul(centroids0.lookup(field<2, 3>(code + 16)), s));
+    store(y + 96, mul(centroids0.lookup(field<2, 3>(code + 32)), s));
+    store(y + 112, mul(centroids0.lookup(field<2, 3>(code + 48)), s));
+    store(y + 128, mul(centroids0.lookup(field<4, 3>(code + 0)), s));
+    store(y + 144, mul(centroids0.lookup(field<4, 3>(code + 16)), s));
+    store(y + 160, mul(centroids0.lookup(field<4, 3>(code + 32)), s));
+    store(y + 176, mul(centroids0.lookup(field<4, 3>(code + 48)), s));
+    store(y + 192, mul(centroids0.lookup(field<6, 255>(code + 0)), s));
+    store(y + 208, mul(centroids0.lookup(field<6, 255>(code + 16)), s));
+    store(y + 224, mul(centroids0.lookup(field<6, 255>(code + 32)), s));
+    store(y + 240, mul(centroids0.lookup(field<6, 255>(code + 48)), s));
     tq_unrotate_d256__avx512(signs, y, out);
 }
 

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d64_b3__avx512: encode, head_dim 64, 3 bits, ISA avx512
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 192 compares (3-step search over 7 boundaries), 24 packed bytes written
 #include "codebooks/codebook-d64-b3.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -18,7 +19,8 @@ namespace tq::avx512 {
 // kernel does.  Returns TQ_ERROR_NONFINITE, or TQ_ERROR_RANGE above TQ_MAX_NORM(d),
 // having written nothing.
 int tq_encode_d64_b3__avx512(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
-    namespace cb = tq::codebooks::d64_b3;
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+
     V r0 = load(x + 0);
     V r1 = load(x + 16);
     V r2 = load(x + 32);
@@ -48,32 +50,33 @@ int tq_encode_d64_b3__avx512(const float* signs, const float* x, int scale_kind,
     butterfly(r0, r2);
     butterfly(r1, r3);
 
-    const Table<8> boundaries(cb::kBoundaryTable);
-    const I l0 = bucketize<3>(r0, boundaries);
-    const I l1 = bucketize<3>(r1, boundaries);
-    const I l2 = bucketize<3>(r2, boundaries);
-    const I l3 = bucketize<3>(r3, boundaries);
+
+    const Table<8> boundaries0(cb0::kBoundaryTable);
+    const I l0 = bucketize<3>(r0, boundaries0);
+    const I l1 = bucketize<3>(r1, boundaries0);
+    const I l2 = bucketize<3>(r2, boundaries0);
+    const I l3 = bucketize<3>(r3, boundaries0);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<8> centroids(cb::kCentroids);
+        const Table<8> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V c = centroids.lookup(l0);
+            const V c = centroids0.lookup(l0);
             uc.add_products(0, r0, c);
             cc.add_products(0, c, c);
         }
         {
-            const V c = centroids.lookup(l1);
+            const V c = centroids0.lookup(l1);
             uc.add_products(1, r1, c);
             cc.add_products(1, c, c);
         }
         {
-            const V c = centroids.lookup(l2);
+            const V c = centroids0.lookup(l2);
             uc.add_products(2, r2, c);
             cc.add_products(2, c, c);
         }
         {
-            const V c = centroids.lookup(l3);
+            const V c = centroids0.lookup(l3);
             uc.add_products(3, r3, c);
             cc.add_products(3, c, c);
         }

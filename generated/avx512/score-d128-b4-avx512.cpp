@@ -3,6 +3,7 @@
 // Variant:   tq_score_d128_b4__avx512: fused score, head_dim 128, 4 bits, ISA avx512
 // Op count:  per key: 128 centroid lookups, 128 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d128-b4.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx512 {
 // out[t] = scales[t] * sum_i q[i] * c[level_{t,i}] for n packed keys of
 // 64 bytes each; q (rotated) stays in 8 registers, no key is decoded.
 void tq_score_d128_b4__avx512(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
-    namespace cb = tq::codebooks::d128_b4;
-    const Table<16> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d128_b4;  // coordinates 0..127
+
+    const Table<16> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[128] = {
         0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
@@ -41,14 +43,14 @@ void tq_score_d128_b4__avx512(const float* q, const uint8_t* codes, const float*
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
-        a0 = fmadd(q0, centroids.lookup_field<15>(w0), a0);
-        a1 = fmadd(q1, centroids.lookup_field<15>(shr<4>(w0)), a1);
-        a0 = fmadd(q2, centroids.lookup_field<15>(shr<8>(w0)), a0);
-        a1 = fmadd(q3, centroids.lookup_field<15>(shr<12>(w0)), a1);
-        a0 = fmadd(q4, centroids.lookup_field<15>(shr<16>(w0)), a0);
-        a1 = fmadd(q5, centroids.lookup_field<15>(shr<20>(w0)), a1);
-        a0 = fmadd(q6, centroids.lookup_field<15>(shr<24>(w0)), a0);
-        a1 = fmadd(q7, centroids.lookup(shr<28>(w0)), a1);
+        a0 = fmadd(q0, centroids0.lookup_field<15>(w0), a0);
+        a1 = fmadd(q1, centroids0.lookup_field<15>(shr<4>(w0)), a1);
+        a0 = fmadd(q2, centroids0.lookup_field<15>(shr<8>(w0)), a0);
+        a1 = fmadd(q3, centroids0.lookup_field<15>(shr<12>(w0)), a1);
+        a0 = fmadd(q4, centroids0.lookup_field<15>(shr<16>(w0)), a0);
+        a1 = fmadd(q5, centroids0.lookup_field<15>(shr<20>(w0)), a1);
+        a0 = fmadd(q6, centroids0.lookup_field<15>(shr<24>(w0)), a0);
+        a1 = fmadd(q7, centroids0.lookup(shr<28>(w0)), a1);
         return add(a0, a1);
     };
     size_t t = 0;

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d64_b3__avx512: fused score, head_dim 64, 3 bits, ISA avx512
 // Op count:  per key: 64 centroid lookups, 64 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d64-b3.hpp"
+
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -13,8 +14,9 @@ namespace tq::avx512 {
 // out[t] = scales[t] * sum_i q[i] * c[level_{t,i}] for n packed keys of
 // 24 bytes each; q (rotated) stays in 4 registers, no key is decoded.
 void tq_score_d64_b3__avx512(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
-    namespace cb = tq::codebooks::d64_b3;
-    const Table<8> centroids(cb::kCentroids);
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+
+    const Table<8> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 16);
     const V q2 = load(q + 32);
@@ -23,10 +25,10 @@ void tq_score_d64_b3__avx512(const float* q, const uint8_t* codes, const float* 
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
         V a0 = zero(), a1 = zero();
-        a0 = fmadd(q0, centroids.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16)))), a0);
-        a1 = fmadd(q1, centroids.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16)))), a1);
-        a0 = fmadd(q2, centroids.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16)))), a0);
-        a1 = fmadd(q3, centroids.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16)))), a1);
+        a0 = fmadd(q0, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16)))), a0);
+        a1 = fmadd(q1, centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16)))), a1);
+        a0 = fmadd(q2, centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16)))), a0);
+        a1 = fmadd(q3, centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16)))), a1);
         return add(a0, a1);
     };
     size_t t = 0;

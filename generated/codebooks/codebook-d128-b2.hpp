@@ -38,6 +38,13 @@ inline constexpr float kBoundaryTable[4] = {
     std::numeric_limits<float>::infinity(),
 };
 
+// As a whole-bit variant (codebooks/all.hpp describes fractional ones alike).
+inline constexpr int kRateEighths = 16;
+inline constexpr unsigned long kCodeBytes = 32;
+inline constexpr int kHighCoords = 0;  // no coordinates at 3 bits
+inline constexpr const float* kHighCentroids = nullptr;
+inline constexpr const float* kHighBoundaries = nullptr;
+
 inline constexpr double kMsePerCoordinate = 9.062505e-04;  // E[(t - Q(t))^2]
 inline constexpr double kMseUnitVector = 1.160001e-01;     // head_dim * kMsePerCoordinate
 

@@ -50,6 +50,13 @@ inline constexpr float kBoundaryTable[8] = {
     std::numeric_limits<float>::infinity(),
 };
 
+// As a whole-bit variant (codebooks/all.hpp describes fractional ones alike).
+inline constexpr int kRateEighths = 24;
+inline constexpr unsigned long kCodeBytes = 48;
+inline constexpr int kHighCoords = 0;  // no coordinates at 4 bits
+inline constexpr const float* kHighCentroids = nullptr;
+inline constexpr const float* kHighBoundaries = nullptr;
+
 inline constexpr double kMsePerCoordinate = 2.653588e-04;  // E[(t - Q(t))^2]
 inline constexpr double kMseUnitVector = 3.396593e-02;     // head_dim * kMsePerCoordinate
 

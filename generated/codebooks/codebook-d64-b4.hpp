@@ -74,6 +74,13 @@ inline constexpr float kBoundaryTable[16] = {
     std::numeric_limits<float>::infinity(),
 };
 
+// As a whole-bit variant (codebooks/all.hpp describes fractional ones alike).
+inline constexpr int kRateEighths = 32;
+inline constexpr unsigned long kCodeBytes = 32;
+inline constexpr int kHighCoords = 0;  // no coordinates at 5 bits
+inline constexpr const float* kHighCentroids = nullptr;
+inline constexpr const float* kHighBoundaries = nullptr;
+
 inline constexpr double kMsePerCoordinate = 1.426800e-04;  // E[(t - Q(t))^2]
 inline constexpr double kMseUnitVector = 9.131518e-03;     // head_dim * kMsePerCoordinate
 

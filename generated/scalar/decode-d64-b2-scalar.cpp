@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d64_b2__scalar: decode, head_dim 64, 2 bits, ISA scalar
 // Op count:  64 centroid lookups, 64 multiplies (scale), inverse rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d64-b2.hpp"
+
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -13,72 +14,73 @@ void tq_unrotate_d64__scalar(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d64_b2__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
-    namespace cb = tq::codebooks::d64_b2;
+    namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
+
     float y[64];
-    y[0] = scale * cb::kCentroids[(code[0] & 3)];
-    y[1] = scale * cb::kCentroids[(code[1] & 3)];
-    y[2] = scale * cb::kCentroids[(code[2] & 3)];
-    y[3] = scale * cb::kCentroids[(code[3] & 3)];
-    y[4] = scale * cb::kCentroids[(code[4] & 3)];
-    y[5] = scale * cb::kCentroids[(code[5] & 3)];
-    y[6] = scale * cb::kCentroids[(code[6] & 3)];
-    y[7] = scale * cb::kCentroids[(code[7] & 3)];
-    y[8] = scale * cb::kCentroids[(code[8] & 3)];
-    y[9] = scale * cb::kCentroids[(code[9] & 3)];
-    y[10] = scale * cb::kCentroids[(code[10] & 3)];
-    y[11] = scale * cb::kCentroids[(code[11] & 3)];
-    y[12] = scale * cb::kCentroids[(code[12] & 3)];
-    y[13] = scale * cb::kCentroids[(code[13] & 3)];
-    y[14] = scale * cb::kCentroids[(code[14] & 3)];
-    y[15] = scale * cb::kCentroids[(code[15] & 3)];
-    y[16] = scale * cb::kCentroids[((code[0] >> 2) & 3)];
-    y[17] = scale * cb::kCentroids[((code[1] >> 2) & 3)];
-    y[18] = scale * cb::kCentroids[((code[2] >> 2) & 3)];
-    y[19] = scale * cb::kCentroids[((code[3] >> 2) & 3)];
-    y[20] = scale * cb::kCentroids[((code[4] >> 2) & 3)];
-    y[21] = scale * cb::kCentroids[((code[5] >> 2) & 3)];
-    y[22] = scale * cb::kCentroids[((code[6] >> 2) & 3)];
-    y[23] = scale * cb::kCentroids[((code[7] >> 2) & 3)];
-    y[24] = scale * cb::kCentroids[((code[8] >> 2) & 3)];
-    y[25] = scale * cb::kCentroids[((code[9] >> 2) & 3)];
-    y[26] = scale * cb::kCentroids[((code[10] >> 2) & 3)];
-    y[27] = scale * cb::kCentroids[((code[11] >> 2) & 3)];
-    y[28] = scale * cb::kCentroids[((code[12] >> 2) & 3)];
-    y[29] = scale * cb::kCentroids[((code[13] >> 2) & 3)];
-    y[30] = scale * cb::kCentroids[((code[14] >> 2) & 3)];
-    y[31] = scale * cb::kCentroids[((code[15] >> 2) & 3)];
-    y[32] = scale * cb::kCentroids[((code[0] >> 4) & 3)];
-    y[33] = scale * cb::kCentroids[((code[1] >> 4) & 3)];
-    y[34] = scale * cb::kCentroids[((code[2] >> 4) & 3)];
-    y[35] = scale * cb::kCentroids[((code[3] >> 4) & 3)];
-    y[36] = scale * cb::kCentroids[((code[4] >> 4) & 3)];
-    y[37] = scale * cb::kCentroids[((code[5] >> 4) & 3)];
-    y[38] = scale * cb::kCentroids[((code[6] >> 4) & 3)];
-    y[39] = scale * cb::kCentroids[((code[7] >> 4) & 3)];
-    y[40] = scale * cb::kCentroids[((code[8] >> 4) & 3)];
-    y[41] = scale * cb::kCentroids[((code[9] >> 4) & 3)];
-    y[42] = scale * cb::kCentroids[((code[10] >> 4) & 3)];
-    y[43] = scale * cb::kCentroids[((code[11] >> 4) & 3)];
-    y[44] = scale * cb::kCentroids[((code[12] >> 4) & 3)];
-    y[45] = scale * cb::kCentroids[((code[13] >> 4) & 3)];
-    y[46] = scale * cb::kCentroids[((code[14] >> 4) & 3)];
-    y[47] = scale * cb::kCentroids[((code[15] >> 4) & 3)];
-    y[48] = scale * cb::kCentroids[(code[0] >> 6)];
-    y[49] = scale * cb::kCentroids[(code[1] >> 6)];
-    y[50] = scale * cb::kCentroids[(code[2] >> 6)];
-    y[51] = scale * cb::kCentroids[(code[3] >> 6)];
-    y[52] = scale * cb::kCentroids[(code[4] >> 6)];
-    y[53] = scale * cb::kCentroids[(code[5] >> 6)];
-    y[54] = scale * cb::kCentroids[(code[6] >> 6)];
-    y[55] = scale * cb::kCentroids[(code[7] >> 6)];
-    y[56] = scale * cb::kCentroids[(code[8] >> 6)];
-    y[57] = scale * cb::kCentroids[(code[9] >> 6)];
-    y[58] = scale * cb::kCentroids[(code[10] >> 6)];
-    y[59] = scale * cb::kCentroids[(code[11] >> 6)];
-    y[60] = scale * cb::kCentroids[(code[12] >> 6)];
-    y[61] = scale * cb::kCentroids[(code[13] >> 6)];
-    y[62] = scale * cb::kCentroids[(code[14] >> 6)];
-    y[63] = scale * cb::kCentroids[(code[15] >> 6)];
+    y[0] = scale * cb0::kCentroids[(code[0] & 3)];
+    y[1] = scale * cb0::kCentroids[(code[1] & 3)];
+    y[2] = scale * cb0::kCentroids[(code[2] & 3)];
+    y[3] = scale * cb0::kCentroids[(code[3] & 3)];
+    y[4] = scale * cb0::kCentroids[(code[4] & 3)];
+    y[5] = scale * cb0::kCentroids[(code[5] & 3)];
+    y[6] = scale * cb0::kCentroids[(code[6] & 3)];
+    y[7] = scale * cb0::kCentroids[(code[7] & 3)];
+    y[8] = scale * cb0::kCentroids[(code[8] & 3)];
+    y[9] = scale * cb0::kCentroids[(code[9] & 3)];
+    y[10] = scale * cb0::kCentroids[(code[10] & 3)];
+    y[11] = scale * cb0::kCentroids[(code[11] & 3)];
+    y[12] = scale * cb0::kCentroids[(code[12] & 3)];
+    y[13] = scale * cb0::kCentroids[(code[13] & 3)];
+    y[14] = scale * cb0::kCentroids[(code[14] & 3)];
+    y[15] = scale * cb0::kCentroids[(code[15] & 3)];
+    y[16] = scale * cb0::kCentroids[((code[0] >> 2) & 3)];
+    y[17] = scale * cb0::kCentroids[((code[1] >> 2) & 3)];
+    y[18] = scale * cb0::kCentroids[((code[2] >> 2) & 3)];
+    y[19] = scale * cb0::kCentroids[((code[3] >> 2) & 3)];
+    y[20] = scale * cb0::kCentroids[((code[4] >> 2) & 3)];
+    y[21] = scale * cb0::kCentroids[((code[5] >> 2) & 3)];
+    y[22] = scale * cb0::kCentroids[((code[6] >> 2) & 3)];
+    y[23] = scale * cb0::kCentroids[((code[7] >> 2) & 3)];
+    y[24] = scale * cb0::kCentroids[((code[8] >> 2) & 3)];
+    y[25] = scale * cb0::kCentroids[((code[9] >> 2) & 3)];
+    y[26] = scale * cb0::kCentroids[((code[10] >> 2) & 3)];
+    y[27] = scale * cb0::kCentroids[((code[11] >> 2) & 3)];
+    y[28] = scale * cb0::kCentroids[((code[12] >> 2) & 3)];
+    y[29] = scale * cb0::kCentroids[((code[13] >> 2) & 3)];
+    y[30] = scale * cb0::kCentroids[((code[14] >> 2) & 3)];
+    y[31] = scale * cb0::kCentroids[((code[15] >> 2) & 3)];
+    y[32] = scale * cb0::kCentroids[((code[0] >> 4) & 3)];
+    y[33] = scale * cb0::kCentroids[((code[1] >> 4) & 3)];
+    y[34] = scale * cb0::kCentroids[((code[2] >> 4) & 3)];
+    y[35] = scale * cb0::kCentroids[((code[3] >> 4) & 3)];
+    y[36] = scale * cb0::kCentroids[((code[4] >> 4) & 3)];
+    y[37] = scale * cb0::kCentroids[((code[5] >> 4) & 3)];
+    y[38] = scale * cb0::kCentroids[((code[6] >> 4) & 3)];
+    y[39] = scale * cb0::kCentroids[((code[7] >> 4) & 3)];
+    y[40] = scale * cb0::kCentroids[((code[8] >> 4) & 3)];
+    y[41] = scale * cb0::kCentroids[((code[9] >> 4) & 3)];
+    y[42] = scale * cb0::kCentroids[((code[10] >> 4) & 3)];
+    y[43] = scale * cb0::kCentroids[((code[11] >> 4) & 3)];
+    y[44] = scale * cb0::kCentroids[((code[12] >> 4) & 3)];
+    y[45] = scale * cb0::kCentroids[((code[13] >> 4) & 3)];
+    y[46] = scale * cb0::kCentroids[((code[14] >> 4) & 3)];
+    y[47] = scale * cb0::kCentroids[((code[15] >> 4) & 3)];
+    y[48] = scale * cb0::kCentroids[(code[0] >> 6)];
+    y[49] = scale * cb0::kCentroids[(code[1] >> 6)];
+    y[50] = scale * cb0::kCentroids[(code[2] >> 6)];
+    y[51] = scale * cb0::kCentroids[(code[3] >> 6)];
+    y[52] = scale * cb0::kCentroids[(code[4] >> 6)];
+    y[53] = scale * cb0::kCentroids[(code[5] >> 6)];
+    y[54] = scale * cb0::kCentroids[(code[6] >> 6)];
+    y[55] = scale * cb0::kCentroids[(code[7] >> 6)];
+    y[56] = scale * cb0::kCentroids[(code[8] >> 6)];
+    y[57] = scale * cb0::kCentroids[(code[9] >> 6)];
+    y[58] = scale * cb0::kCentroids[(code[10] >> 6)];
+    y[59] = scale * cb0::kCentroids[(code[11] >> 6)];
+    y[60] = scale * cb0::kCentroids[(code[12] >> 6)];
+    y[61] = scale * cb0::kCentroids[(code[13] >> 6)];
+    y[62] = scale * cb0::kCentroids[(code[14] >> 6)];
+    y[63] = scale * cb0::kCentroids[(code[15] >> 6)];
     tq_unrotate_d64__scalar(signs, y, out);
 }
 

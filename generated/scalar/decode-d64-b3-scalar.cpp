@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d64_b3__scalar: decode, head_dim 64, 3 bits, ISA scalar
 // Op count:  64 centroid lookups, 64 multiplies (scale), inverse rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d64-b3.hpp"
+
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -13,72 +14,73 @@ void tq_unrotate_d64__scalar(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d64_b3__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
-    namespace cb = tq::codebooks::d64_b3;
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+
     float y[64];
-    y[0] = scale * cb::kCentroids[(code[0] & 3) | ((code[16] & 1) << 2)];
-    y[1] = scale * cb::kCentroids[(code[1] & 3) | ((code[17] & 1) << 2)];
-    y[2] = scale * cb::kCentroids[(code[2] & 3) | ((code[18] & 1) << 2)];
-    y[3] = scale * cb::kCentroids[(code[3] & 3) | ((code[19] & 1) << 2)];
-    y[4] = scale * cb::kCentroids[(code[4] & 3) | ((code[20] & 1) << 2)];
-    y[5] = scale * cb::kCentroids[(code[5] & 3) | ((code[21] & 1) << 2)];
-    y[6] = scale * cb::kCentroids[(code[6] & 3) | ((code[22] & 1) << 2)];
-    y[7] = scale * cb::kCentroids[(code[7] & 3) | ((code[23] & 1) << 2)];
-    y[8] = scale * cb::kCentroids[(code[8] & 3) | (((code[16] >> 1) & 1) << 2)];
-    y[9] = scale * cb::kCentroids[(code[9] & 3) | (((code[17] >> 1) & 1) << 2)];
-    y[10] = scale * cb::kCentroids[(code[10] & 3) | (((code[18] >> 1) & 1) << 2)];
-    y[11] = scale * cb::kCentroids[(code[11] & 3) | (((code[19] >> 1) & 1) << 2)];
-    y[12] = scale * cb::kCentroids[(code[12] & 3) | (((code[20] >> 1) & 1) << 2)];
-    y[13] = scale * cb::kCentroids[(code[13] & 3) | (((code[21] >> 1) & 1) << 2)];
-    y[14] = scale * cb::kCentroids[(code[14] & 3) | (((code[22] >> 1) & 1) << 2)];
-    y[15] = scale * cb::kCentroids[(code[15] & 3) | (((code[23] >> 1) & 1) << 2)];
-    y[16] = scale * cb::kCentroids[((code[0] >> 2) & 3) | (((code[16] >> 2) & 1) << 2)];
-    y[17] = scale * cb::kCentroids[((code[1] >> 2) & 3) | (((code[17] >> 2) & 1) << 2)];
-    y[18] = scale * cb::kCentroids[((code[2] >> 2) & 3) | (((code[18] >> 2) & 1) << 2)];
-    y[19] = scale * cb::kCentroids[((code[3] >> 2) & 3) | (((code[19] >> 2) & 1) << 2)];
-    y[20] = scale * cb::kCentroids[((code[4] >> 2) & 3) | (((code[20] >> 2) & 1) << 2)];
-    y[21] = scale * cb::kCentroids[((code[5] >> 2) & 3) | (((code[21] >> 2) & 1) << 2)];
-    y[22] = scale * cb::kCentroids[((code[6] >> 2) & 3) | (((code[22] >> 2) & 1) << 2)];
-    y[23] = scale * cb::kCentroids[((code[7] >> 2) & 3) | (((code[23] >> 2) & 1) << 2)];
-    y[24] = scale * cb::kCentroids[((code[8] >> 2) & 3) | (((code[16] >> 3) & 1) << 2)];
-    y[25] = scale * cb::kCentroids[((code[9] >> 2) & 3) | (((code[17] >> 3) & 1) << 2)];
-    y[26] = scale * cb::kCentroids[((code[10] >> 2) & 3) | (((code[18] >> 3) & 1) << 2)];
-    y[27] = scale * cb::kCentroids[((code[11] >> 2) & 3) | (((code[19] >> 3) & 1) << 2)];
-    y[28] = scale * cb::kCentroids[((code[12] >> 2) & 3) | (((code[20] >> 3) & 1) << 2)];
-    y[29] = scale * cb::kCentroids[((code[13] >> 2) & 3) | (((code[21] >> 3) & 1) << 2)];
-    y[30] = scale * cb::kCentroids[((code[14] >> 2) & 3) | (((code[22] >> 3) & 1) << 2)];
-    y[31] = scale * cb::kCentroids[((code[15] >> 2) & 3) | (((code[23] >> 3) & 1) << 2)];
-    y[32] = scale * cb::kCentroids[((code[0] >> 4) & 3) | (((code[16] >> 4) & 1) << 2)];
-    y[33] = scale * cb::kCentroids[((code[1] >> 4) & 3) | (((code[17] >> 4) & 1) << 2)];
-    y[34] = scale * cb::kCentroids[((code[2] >> 4) & 3) | (((code[18] >> 4) & 1) << 2)];
-    y[35] = scale * cb::kCentroids[((code[3] >> 4) & 3) | (((code[19] >> 4) & 1) << 2)];
-    y[36] = scale * cb::kCentroids[((code[4] >> 4) & 3) | (((code[20] >> 4) & 1) << 2)];
-    y[37] = scale * cb::kCentroids[((code[5] >> 4) & 3) | (((code[21] >> 4) & 1) << 2)];
-    y[38] = scale * cb::kCentroids[((code[6] >> 4) & 3) | (((code[22] >> 4) & 1) << 2)];
-    y[39] = scale * cb::kCentroids[((code[7] >> 4) & 3) | (((code[23] >> 4) & 1) << 2)];
-    y[40] = scale * cb::kCentroids[((code[8] >> 4) & 3) | (((code[16] >> 5) & 1) << 2)];
-    y[41] = scale * cb::kCentroids[((code[9] >> 4) & 3) | (((code[17] >> 5) & 1) << 2)];
-    y[42] = scale * cb::kCentroids[((code[10] >> 4) & 3) | (((code[18] >> 5) & 1) << 2)];
-    y[43] = scale * cb::kCentroids[((code[11] >> 4) & 3) | (((code[19] >> 5) & 1) << 2)];
-    y[44] = scale * cb::kCentroids[((code[12] >> 4) & 3) | (((code[20] >> 5) & 1) << 2)];
-    y[45] = scale * cb::kCentroids[((code[13] >> 4) & 3) | (((code[21] >> 5) & 1) << 2)];
-    y[46] = scale * cb::kCentroids[((code[14] >> 4) & 3) | (((code[22] >> 5) & 1) << 2)];
-    y[47] = scale * cb::kCentroids[((code[15] >> 4) & 3) | (((code[23] >> 5) & 1) << 2)];
-    y[48] = scale * cb::kCentroids[(code[0] >> 6) | (((code[16] >> 6) & 1) << 2)];
-    y[49] = scale * cb::kCentroids[(code[1] >> 6) | (((code[17] >> 6) & 1) << 2)];
-    y[50] = scale * cb::kCentroids[(code[2] >> 6) | (((code[18] >> 6) & 1) << 2)];
-    y[51] = scale * cb::kCentroids[(code[3] >> 6) | (((code[19] >> 6) & 1) << 2)];
-    y[52] = scale * cb::kCentroids[(code[4] >> 6) | (((code[20] >> 6) & 1) << 2)];
-    y[53] = scale * cb::kCentroids[(code[5] >> 6) | (((code[21] >> 6) & 1) << 2)];
-    y[54] = scale * cb::kCentroids[(code[6] >> 6) | (((code[22] >> 6) & 1) << 2)];
-    y[55] = scale * cb::kCentroids[(code[7] >> 6) | (((code[23] >> 6) & 1) << 2)];
-    y[56] = scale * cb::kCentroids[(code[8] >> 6) | ((code[16] >> 7) << 2)];
-    y[57] = scale * cb::kCentroids[(code[9] >> 6) | ((code[17] >> 7) << 2)];
-    y[58] = scale * cb::kCentroids[(code[10] >> 6) | ((code[18] >> 7) << 2)];
-    y[59] = scale * cb::kCentroids[(code[11] >> 6) | ((code[19] >> 7) << 2)];
-    y[60] = scale * cb::kCentroids[(code[12] >> 6) | ((code[20] >> 7) << 2)];
-    y[61] = scale * cb::kCentroids[(code[13] >> 6) | ((code[21] >> 7) << 2)];
-    y[62] = scale * cb::kCentroids[(code[14] >> 6) | ((code[22] >> 7) << 2)];
-    y[63] = scale * cb::kCentroids[(code[15] >> 6) | ((code[23] >> 7) << 2)];
+    y[0] = scale * cb0::kCentroids[(code[0] & 3) | ((code[16] & 1) << 2)];
+    y[1] = scale * cb0::kCentroids[(code[1] & 3) | ((code[17] & 1) << 2)];
+    y[2] = scale * cb0::kCentroids[(code[2] & 3) | ((code[18] & 1) << 2)];
+    y[3] = scale * cb0::kCentroids[(code[3] & 3) | ((code[19] & 1) << 2)];
+    y[4] = scale * cb0::kCentroids[(code[4] & 3) | ((code[20] & 1) << 2)];
+    y[5] = scale * cb0::kCentroids[(code[5] & 3) | ((code[21] & 1) << 2)];
+    y[6] = scale * cb0::kCentroids[(code[6] & 3) | ((code[22] & 1) << 2)];
+    y[7] = scale * cb0::kCentroids[(code[7] & 3) | ((code[23] & 1) << 2)];
+    y[8] = scale * cb0::kCentroids[(code[8] & 3) | (((code[16] >> 1) & 1) << 2)];
+    y[9] = scale * cb0::kCentroids[(code[9] & 3) | (((code[17] >> 1) & 1) << 2)];
+    y[10] = scale * cb0::kCentroids[(code[10] & 3) | (((code[18] >> 1) & 1) << 2)];
+    y[11] = scale * cb0::kCentroids[(code[11] & 3) | (((code[19] >> 1) & 1) << 2)];
+    y[12] = scale * cb0::kCentroids[(code[12] & 3) | (((code[20] >> 1) & 1) << 2)];
+    y[13] = scale * cb0::kCentroids[(code[13] & 3) | (((code[21] >> 1) & 1) << 2)];
+    y[14] = scale * cb0::kCentroids[(code[14] & 3) | (((code[22] >> 1) & 1) << 2)];
+    y[15] = scale * cb0::kCentroids[(code[15] & 3) | (((code[23] >> 1) & 1) << 2)];
+    y[16] = scale * cb0::kCentroids[((code[0] >> 2) & 3) | (((code[16] >> 2) & 1) << 2)];
+    y[17] = scale * cb0::kCentroids[((code[1] >> 2) & 3) | (((code[17] >> 2) & 1) << 2)];
+    y[18] = scale * cb0::kCentroids[((code[2] >> 2) & 3) | (((code[18] >> 2) & 1) << 2)];
+    y[19] = scale * cb0::kCentroids[((code[3] >> 2) & 3) | (((code[19] >> 2) & 1) << 2)];
+    y[20] = scale * cb0::kCentroids[((code[4] >> 2) & 3) | (((code[20] >> 2) & 1) << 2)];
+    y[21] = scale * cb0::kCentroids[((code[5] >> 2) & 3) | (((code[21] >> 2) & 1) << 2)];
+    y[22] = scale * cb0::kCentroids[((code[6] >> 2) & 3) | (((code[22] >> 2) & 1) << 2)];
+    y[23] = scale * cb0::kCentroids[((code[7] >> 2) & 3) | (((code[23] >> 2) & 1) << 2)];
+    y[24] = scale * cb0::kCentroids[((code[8] >> 2) & 3) | (((code[16] >> 3) & 1) << 2)];
+    y[25] = scale * cb0::kCentroids[((code[9] >> 2) & 3) | (((code[17] >> 3) & 1) << 2)];
+    y[26] = scale * cb0::kCentroids[((code[10] >> 2) & 3) | (((code[18] >> 3) & 1) << 2)];
+    y[27] = scale * cb0::kCentroids[((code[11] >> 2) & 3) | (((code[19] >> 3) & 1) << 2)];
+    y[28] = scale * cb0::kCentroids[((code[12] >> 2) & 3) | (((code[20] >> 3) & 1) << 2)];
+    y[29] = scale * cb0::kCentroids[((code[13] >> 2) & 3) | (((code[21] >> 3) & 1) << 2)];
+    y[30] = scale * cb0::kCentroids[((code[14] >> 2) & 3) | (((code[22] >> 3) & 1) << 2)];
+    y[31] = scale * cb0::kCentroids[((code[15] >> 2) & 3) | (((code[23] >> 3) & 1) << 2)];
+    y[32] = scale * cb0::kCentroids[((code[0] >> 4) & 3) | (((code[16] >> 4) & 1) << 2)];
+    y[33] = scale * cb0::kCentroids[((code[1] >> 4) & 3) | (((code[17] >> 4) & 1) << 2)];
+    y[34] = scale * cb0::kCentroids[((code[2] >> 4) & 3) | (((code[18] >> 4) & 1) << 2)];
+    y[35] = scale * cb0::kCentroids[((code[3] >> 4) & 3) | (((code[19] >> 4) & 1) << 2)];
+    y[36] = scale * cb0::kCentroids[((code[4] >> 4) & 3) | (((code[20] >> 4) & 1) << 2)];
+    y[37] = scale * cb0::kCentroids[((code[5] >> 4) & 3) | (((code[21] >> 4) & 1) << 2)];
+    y[38] = scale * cb0::kCentroids[((code[6] >> 4) & 3) | (((code[22] >> 4) & 1) << 2)];
+    y[39] = scale * cb0::kCentroids[((code[7] >> 4) & 3) | (((code[23] >> 4) & 1) << 2)];
+    y[40] = scale * cb0::kCentroids[((code[8] >> 4) & 3) | (((code[16] >> 5) & 1) << 2)];
+    y[41] = scale * cb0::kCentroids[((code[9] >> 4) & 3) | (((code[17] >> 5) & 1) << 2)];
+    y[42] = scale * cb0::kCentroids[((code[10] >> 4) & 3) | (((code[18] >> 5) & 1) << 2)];
+    y[43] = scale * cb0::kCentroids[((code[11] >> 4) & 3) | (((code[19] >> 5) & 1) << 2)];
+    y[44] = scale * cb0::kCentroids[((code[12] >> 4) & 3) | (((code[20] >> 5) & 1) << 2)];
+    y[45] = scale * cb0::kCentroids[((code[13] >> 4) & 3) | (((code[21] >> 5) & 1) << 2)];
+    y[46] = scale * cb0::kCentroids[((code[14] >> 4) & 3) | (((code[22] >> 5) & 1) << 2)];
+    y[47] = scale * cb0::kCentroids[((code[15] >> 4) & 3) | (((code[23] >> 5) & 1) << 2)];
+    y[48] = scale * cb0::kCentroids[(code[0] >> 6) | (((code[16] >> 6) & 1) << 2)];
+    y[49] = scale * cb0::kCentroids[(code[1] >> 6) | (((code[17] >> 6) & 1) << 2)];
+    y[50] = scale * cb0::kCentroids[(code[2] >> 6) | (((code[18] >> 6) & 1) << 2)];
+    y[51] = scale * cb0::kCentroids[(code[3] >> 6) | (((code[19] >> 6) & 1) << 2)];
+    y[52] = scale * cb0::kCentroids[(code[4] >> 6) | (((code[20] >> 6) & 1) << 2)];
+    y[53] = scale * cb0::kCentroids[(code[5] >> 6) | (((code[21] >> 6) & 1) << 2)];
+    y[54] = scale * cb0::kCentroids[(code[6] >> 6) | (((code[22] >> 6) & 1) << 2)];
+    y[55] = scale * cb0::kCentroids[(code[7] >> 6) | (((code[23] >> 6) & 1) << 2)];
+    y[56] = scale * cb0::kCentroids[(code[8] >> 6) | ((code[16] >> 7) << 2)];
+    y[57] = scale * cb0::kCentroids[(code[9] >> 6) | ((code[17] >> 7) << 2)];
+    y[58] = scale * cb0::kCentroids[(code[10] >> 6) | ((code[18] >> 7) << 2)];
+    y[59] = scale * cb0::kCentroids[(code[11] >> 6) | ((code[19] >> 7) << 2)];
+    y[60] = scale * cb0::kCentroids[(code[12] >> 6) | ((code[20] >> 7) << 2)];
+    y[61] = scale * cb0::kCentroids[(code[13] >> 6) | ((code[21] >> 7) << 2)];
+    y[62] = scale * cb0::kCentroids[(code[14] >> 6) | ((code[22] >> 7) << 2)];
+    y[63] = scale * cb0::kCentroids[(code[15] >> 6) | ((code[23] >> 7) << 2)];
     tq_unrotate_d64__scalar(signs, y, out);
 }
 

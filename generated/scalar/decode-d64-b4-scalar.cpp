@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d64_b4__scalar: decode, head_dim 64, 4 bits, ISA scalar
 // Op count:  64 centroid lookups, 64 multiplies (scale), inverse rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d64-b4.hpp"
+
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -13,72 +14,73 @@ void tq_unrotate_d64__scalar(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d64_b4__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
-    namespace cb = tq::codebooks::d64_b4;
+    namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
+
     float y[64];
-    y[0] = scale * cb::kCentroids[(code[0] & 15)];
-    y[1] = scale * cb::kCentroids[(code[1] & 15)];
-    y[2] = scale * cb::kCentroids[(code[2] & 15)];
-    y[3] = scale * cb::kCentroids[(code[3] & 15)];
-    y[4] = scale * cb::kCentroids[(code[4] & 15)];
-    y[5] = scale * cb::kCentroids[(code[5] & 15)];
-    y[6] = scale * cb::kCentroids[(code[6] & 15)];
-    y[7] = scale * cb::kCentroids[(code[7] & 15)];
-    y[8] = scale * cb::kCentroids[(code[8] & 15)];
-    y[9] = scale * cb::kCentroids[(code[9] & 15)];
-    y[10] = scale * cb::kCentroids[(code[10] & 15)];
-    y[11] = scale * cb::kCentroids[(code[11] & 15)];
-    y[12] = scale * cb::kCentroids[(code[12] & 15)];
-    y[13] = scale * cb::kCentroids[(code[13] & 15)];
-    y[14] = scale * cb::kCentroids[(code[14] & 15)];
-    y[15] = scale * cb::kCentroids[(code[15] & 15)];
-    y[16] = scale * cb::kCentroids[(code[16] & 15)];
-    y[17] = scale * cb::kCentroids[(code[17] & 15)];
-    y[18] = scale * cb::kCentroids[(code[18] & 15)];
-    y[19] = scale * cb::kCentroids[(code[19] & 15)];
-    y[20] = scale * cb::kCentroids[(code[20] & 15)];
-    y[21] = scale * cb::kCentroids[(code[21] & 15)];
-    y[22] = scale * cb::kCentroids[(code[22] & 15)];
-    y[23] = scale * cb::kCentroids[(code[23] & 15)];
-    y[24] = scale * cb::kCentroids[(code[24] & 15)];
-    y[25] = scale * cb::kCentroids[(code[25] & 15)];
-    y[26] = scale * cb::kCentroids[(code[26] & 15)];
-    y[27] = scale * cb::kCentroids[(code[27] & 15)];
-    y[28] = scale * cb::kCentroids[(code[28] & 15)];
-    y[29] = scale * cb::kCentroids[(code[29] & 15)];
-    y[30] = scale * cb::kCentroids[(code[30] & 15)];
-    y[31] = scale * cb::kCentroids[(code[31] & 15)];
-    y[32] = scale * cb::kCentroids[(code[0] >> 4)];
-    y[33] = scale * cb::kCentroids[(code[1] >> 4)];
-    y[34] = scale * cb::kCentroids[(code[2] >> 4)];
-    y[35] = scale * cb::kCentroids[(code[3] >> 4)];
-    y[36] = scale * cb::kCentroids[(code[4] >> 4)];
-    y[37] = scale * cb::kCentroids[(code[5] >> 4)];
-    y[38] = scale * cb::kCentroids[(code[6] >> 4)];
-    y[39] = scale * cb::kCentroids[(code[7] >> 4)];
-    y[40] = scale * cb::kCentroids[(code[8] >> 4)];
-    y[41] = scale * cb::kCentroids[(code[9] >> 4)];
-    y[42] = scale * cb::kCentroids[(code[10] >> 4)];
-    y[43] = scale * cb::kCentroids[(code[11] >> 4)];
-    y[44] = scale * cb::kCentroids[(code[12] >> 4)];
-    y[45] = scale * cb::kCentroids[(code[13] >> 4)];
-    y[46] = scale * cb::kCentroids[(code[14] >> 4)];
-    y[47] = scale * cb::kCentroids[(code[15] >> 4)];
-    y[48] = scale * cb::kCentroids[(code[16] >> 4)];
-    y[49] = scale * cb::kCentroids[(code[17] >> 4)];
-    y[50] = scale * cb::kCentroids[(code[18] >> 4)];
-    y[51] = scale * cb::kCentroids[(code[19] >> 4)];
-    y[52] = scale * cb::kCentroids[(code[20] >> 4)];
-    y[53] = scale * cb::kCentroids[(code[21] >> 4)];
-    y[54] = scale * cb::kCentroids[(code[22] >> 4)];
-    y[55] = scale * cb::kCentroids[(code[23] >> 4)];
-    y[56] = scale * cb::kCentroids[(code[24] >> 4)];
-    y[57] = scale * cb::kCentroids[(code[25] >> 4)];
-    y[58] = scale * cb::kCentroids[(code[26] >> 4)];
-    y[59] = scale * cb::kCentroids[(code[27] >> 4)];
-    y[60] = scale * cb::kCentroids[(code[28] >> 4)];
-    y[61] = scale * cb::kCentroids[(code[29] >> 4)];
-    y[62] = scale * cb::kCentroids[(code[30] >> 4)];
-    y[63] = scale * cb::kCentroids[(code[31] >> 4)];
+    y[0] = scale * cb0::kCentroids[(code[0] & 15)];
+    y[1] = scale * cb0::kCentroids[(code[1] & 15)];
+    y[2] = scale * cb0::kCentroids[(code[2] & 15)];
+    y[3] = scale * cb0::kCentroids[(code[3] & 15)];
+    y[4] = scale * cb0::kCentroids[(code[4] & 15)];
+    y[5] = scale * cb0::kCentroids[(code[5] & 15)];
+    y[6] = scale * cb0::kCentroids[(code[6] & 15)];
+    y[7] = scale * cb0::kCentroids[(code[7] & 15)];
+    y[8] = scale * cb0::kCentroids[(code[8] & 15)];
+    y[9] = scale * cb0::kCentroids[(code[9] & 15)];
+    y[10] = scale * cb0::kCentroids[(code[10] & 15)];
+    y[11] = scale * cb0::kCentroids[(code[11] & 15)];
+    y[12] = scale * cb0::kCentroids[(code[12] & 15)];
+    y[13] = scale * cb0::kCentroids[(code[13] & 15)];
+    y[14] = scale * cb0::kCentroids[(code[14] & 15)];
+    y[15] = scale * cb0::kCentroids[(code[15] & 15)];
+    y[16] = scale * cb0::kCentroids[(code[16] & 15)];
+    y[17] = scale * cb0::kCentroids[(code[17] & 15)];
+    y[18] = scale * cb0::kCentroids[(code[18] & 15)];
+    y[19] = scale * cb0::kCentroids[(code[19] & 15)];
+    y[20] = scale * cb0::kCentroids[(code[20] & 15)];
+    y[21] = scale * cb0::kCentroids[(code[21] & 15)];
+    y[22] = scale * cb0::kCentroids[(code[22] & 15)];
+    y[23] = scale * cb0::kCentroids[(code[23] & 15)];
+    y[24] = scale * cb0::kCentroids[(code[24] & 15)];
+    y[25] = scale * cb0::kCentroids[(code[25] & 15)];
+    y[26] = scale * cb0::kCentroids[(code[26] & 15)];
+    y[27] = scale * cb0::kCentroids[(code[27] & 15)];
+    y[28] = scale * cb0::kCentroids[(code[28] & 15)];
+    y[29] = scale * cb0::kCentroids[(code[29] & 15)];
+    y[30] = scale * cb0::kCentroids[(code[30] & 15)];
+    y[31] = scale * cb0::kCentroids[(code[31] & 15)];
+    y[32] = scale * cb0::kCentroids[(code[0] >> 4)];
+    y[33] = scale * cb0::kCentroids[(code[1] >> 4)];
+    y[34] = scale * cb0::kCentroids[(code[2] >> 4)];
+    y[35] = scale * cb0::kCentroids[(code[3] >> 4)];
+    y[36] = scale * cb0::kCentroids[(code[4] >> 4)];
+    y[37] = scale * cb0::kCentroids[(code[5] >> 4)];
+    y[38] = scale * cb0::kCentroids[(code[6] >> 4)];
+    y[39] = scale * cb0::kCentroids[(code[7] >> 4)];
+    y[40] = scale * cb0::kCentroids[(code[8] >> 4)];
+    y[41] = scale * cb0::kCentroids[(code[9] >> 4)];
+    y[42] = scale * cb0::kCentroids[(code[10] >> 4)];
+    y[43] = scale * cb0::kCentroids[(code[11] >> 4)];
+    y[44] = scale * cb0::kCentroids[(code[12] >> 4)];
+    y[45] = scale * cb0::kCentroids[(code[13] >> 4)];
+    y[46] = scale * cb0::kCentroids[(code[14] >> 4)];
+    y[47] = scale * cb0::kCentroids[(code[15] >> 4)];
+    y[48] = scale * cb0::kCentroids[(code[16] >> 4)];
+    y[49] = scale * cb0::kCentroids[(code[17] >> 4)];
+    y[50] = scale * cb0::kCentroids[(code[18] >> 4)];
+    y[51] = scale * cb0::kCentroids[(code[19] >> 4)];
+    y[52] = scale * cb0::kCentroids[(code[20] >> 4)];
+    y[53] = scale * cb0::kCentroids[(code[21] >> 4)];
+    y[54] = scale * cb0::kCentroids[(code[22] >> 4)];
+    y[55] = scale * cb0::kCentroids[(code[23] >> 4)];
+    y[56] = scale * cb0::kCentroids[(code[24] >> 4)];
+    y[57] = scale * cb0::kCentroids[(code[25] >> 4)];
+    y[58] = scale * cb0::kCentroids[(code[26] >> 4)];
+    y[59] = scale * cb0::kCentroids[(code[27] >> 4)];
+    y[60] = scale * cb0::kCentroids[(code[28] >> 4)];
+    y[61] = scale * cb0::kCentroids[(code[29] >> 4)];
+    y[62] = scale * cb0::kCentroids[(code[30] >> 4)];
+    y[63] = scale * cb0::kCentroids[(code[31] >> 4)];
     tq_unrotate_d64__scalar(signs, y, out);
 }
 

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d128_b3__scalar: encode, head_dim 128, 3 bits, ISA scalar
 // Op count:  128 multiply-adds in double (norm), 128 multiplies (normalize), rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in)), 384 compares (3-step search over 7 boundaries), 48 packed bytes written
 #include "codebooks/codebook-d128-b3.hpp"
+
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -19,7 +20,8 @@ void tq_rotate_d128__scalar(const float* signs, const float* in, float* out);
 // centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
 // Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d128_b3__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
-    namespace cb = tq::codebooks::d128_b3;
+    namespace cb0 = tq::codebooks::d128_b3;  // coordinates 0..127
+
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     Sum8 squares;
     squares.add_products(0, x + 0, x + 0);
@@ -62,72 +64,72 @@ int tq_encode_d128_b3__scalar(const float* signs, const float* x, int scale_kind
     scale8(u + 120, x + 120, inv);
     tq_rotate_d128__scalar(signs, u, u);
     uint8_t lv[128];
-    bucketize8<3>(lv + 0, u + 0, cb::kBoundaries);
-    bucketize8<3>(lv + 8, u + 8, cb::kBoundaries);
-    bucketize8<3>(lv + 16, u + 16, cb::kBoundaries);
-    bucketize8<3>(lv + 24, u + 24, cb::kBoundaries);
-    bucketize8<3>(lv + 32, u + 32, cb::kBoundaries);
-    bucketize8<3>(lv + 40, u + 40, cb::kBoundaries);
-    bucketize8<3>(lv + 48, u + 48, cb::kBoundaries);
-    bucketize8<3>(lv + 56, u + 56, cb::kBoundaries);
-    bucketize8<3>(lv + 64, u + 64, cb::kBoundaries);
-    bucketize8<3>(lv + 72, u + 72, cb::kBoundaries);
-    bucketize8<3>(lv + 80, u + 80, cb::kBoundaries);
-    bucketize8<3>(lv + 88, u + 88, cb::kBoundaries);
-    bucketize8<3>(lv + 96, u + 96, cb::kBoundaries);
-    bucketize8<3>(lv + 104, u + 104, cb::kBoundaries);
-    bucketize8<3>(lv + 112, u + 112, cb::kBoundaries);
-    bucketize8<3>(lv + 120, u + 120, cb::kBoundaries);
+    bucketize8<3>(lv + 0, u + 0, cb0::kBoundaries);
+    bucketize8<3>(lv + 8, u + 8, cb0::kBoundaries);
+    bucketize8<3>(lv + 16, u + 16, cb0::kBoundaries);
+    bucketize8<3>(lv + 24, u + 24, cb0::kBoundaries);
+    bucketize8<3>(lv + 32, u + 32, cb0::kBoundaries);
+    bucketize8<3>(lv + 40, u + 40, cb0::kBoundaries);
+    bucketize8<3>(lv + 48, u + 48, cb0::kBoundaries);
+    bucketize8<3>(lv + 56, u + 56, cb0::kBoundaries);
+    bucketize8<3>(lv + 64, u + 64, cb0::kBoundaries);
+    bucketize8<3>(lv + 72, u + 72, cb0::kBoundaries);
+    bucketize8<3>(lv + 80, u + 80, cb0::kBoundaries);
+    bucketize8<3>(lv + 88, u + 88, cb0::kBoundaries);
+    bucketize8<3>(lv + 96, u + 96, cb0::kBoundaries);
+    bucketize8<3>(lv + 104, u + 104, cb0::kBoundaries);
+    bucketize8<3>(lv + 112, u + 112, cb0::kBoundaries);
+    bucketize8<3>(lv + 120, u + 120, cb0::kBoundaries);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
         Sum8 uc, cc;
         float c[8];
-        lookup8(c, lv + 0, cb::kCentroids);
+        lookup8(c, lv + 0, cb0::kCentroids);
         uc.add_products(0, u + 0, c);
         cc.add_products(0, c, c);
-        lookup8(c, lv + 8, cb::kCentroids);
+        lookup8(c, lv + 8, cb0::kCentroids);
         uc.add_products(1, u + 8, c);
         cc.add_products(1, c, c);
-        lookup8(c, lv + 16, cb::kCentroids);
+        lookup8(c, lv + 16, cb0::kCentroids);
         uc.add_products(2, u + 16, c);
         cc.add_products(2, c, c);
-        lookup8(c, lv + 24, cb::kCentroids);
+        lookup8(c, lv + 24, cb0::kCentroids);
         uc.add_products(3, u + 24, c);
         cc.add_products(3, c, c);
-        lookup8(c, lv + 32, cb::kCentroids);
+        lookup8(c, lv + 32, cb0::kCentroids);
         uc.add_products(4, u + 32, c);
         cc.add_products(4, c, c);
-        lookup8(c, lv + 40, cb::kCentroids);
+        lookup8(c, lv + 40, cb0::kCentroids);
         uc.add_products(5, u + 40, c);
         cc.add_products(5, c, c);
-        lookup8(c, lv + 48, cb::kCentroids);
+        lookup8(c, lv + 48, cb0::kCentroids);
         uc.add_products(6, u + 48, c);
         cc.add_products(6, c, c);
-        lookup8(c, lv + 56, cb::kCentroids);
+        lookup8(c, lv + 56, cb0::kCentroids);
         uc.add_products(7, u + 56, c);
         cc.add_products(7, c, c);
-        lookup8(c, lv + 64, cb::kCentroids);
+        lookup8(c, lv + 64, cb0::kCentroids);
         uc.add_products(8, u + 64, c);
         cc.add_products(8, c, c);
-        lookup8(c, lv + 72, cb::kCentroids);
+        lookup8(c, lv + 72, cb0::kCentroids);
         uc.add_products(9, u + 72, c);
         cc.add_products(9, c, c);
-        lookup8(c, lv + 80, cb::kCentroids);
+        lookup8(c, lv + 80, cb0::kCentroids);
         uc.add_products(10, u + 80, c);
         cc.add_products(10, c, c);
-        lookup8(c, lv + 88, cb::kCentroids);
+        lookup8(c, lv + 88, cb0::kCentroids);
         uc.add_products(11, u + 88, c);
         cc.add_products(11, c, c);
-        lookup8(c, lv + 96, cb::kCentroids);
+        lookup8(c, lv + 96, cb0::kCentroids);
         uc.add_products(12, u + 96, c);
         cc.add_products(12, c, c);
-        lookup8(c, lv + 104, cb::kCentroids);
+        lookup8(c, lv + 104, cb0::kCentroids);
         uc.add_products(13, u + 104, c);
         cc.add_products(13, c, c);
-        lookup8(c, lv + 112, cb::kCentroids);
+        lookup8(c, lv + 112, cb0::kCentroids);
         uc.add_products(14, u + 112, c);
         cc.add_products(14, c, c);
-        lookup8(c, lv + 120, cb::kCentroids);
+        lookup8(c, lv + 120, cb0::kCentroids);
         uc.add_products(15, u + 120, c);
         cc.add_products(15, c, c);
         s = norm * uc.total() / cc.total();  // > 0: no centroid is 0

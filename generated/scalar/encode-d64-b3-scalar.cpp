@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d64_b3__scalar: encode, head_dim 64, 3 bits, ISA scalar
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 192 compares (3-step search over 7 boundaries), 24 packed bytes written
 #include "codebooks/codebook-d64-b3.hpp"
+
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -19,7 +20,8 @@ void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 // centroids.  Returns TQ_ERROR_NONFINITE (writing nothing) if x holds NaN or
 // Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d64_b3__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
-    namespace cb = tq::codebooks::d64_b3;
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+
     // The norm in double cannot overflow or lose tiny inputs for any finite float x.
     Sum8 squares;
     squares.add_products(0, x + 0, x + 0);
@@ -46,40 +48,40 @@ int tq_encode_d64_b3__scalar(const float* signs, const float* x, int scale_kind,
     scale8(u + 56, x + 56, inv);
     tq_rotate_d64__scalar(signs, u, u);
     uint8_t lv[64];
-    bucketize8<3>(lv + 0, u + 0, cb::kBoundaries);
-    bucketize8<3>(lv + 8, u + 8, cb::kBoundaries);
-    bucketize8<3>(lv + 16, u + 16, cb::kBoundaries);
-    bucketize8<3>(lv + 24, u + 24, cb::kBoundaries);
-    bucketize8<3>(lv + 32, u + 32, cb::kBoundaries);
-    bucketize8<3>(lv + 40, u + 40, cb::kBoundaries);
-    bucketize8<3>(lv + 48, u + 48, cb::kBoundaries);
-    bucketize8<3>(lv + 56, u + 56, cb::kBoundaries);
+    bucketize8<3>(lv + 0, u + 0, cb0::kBoundaries);
+    bucketize8<3>(lv + 8, u + 8, cb0::kBoundaries);
+    bucketize8<3>(lv + 16, u + 16, cb0::kBoundaries);
+    bucketize8<3>(lv + 24, u + 24, cb0::kBoundaries);
+    bucketize8<3>(lv + 32, u + 32, cb0::kBoundaries);
+    bucketize8<3>(lv + 40, u + 40, cb0::kBoundaries);
+    bucketize8<3>(lv + 48, u + 48, cb0::kBoundaries);
+    bucketize8<3>(lv + 56, u + 56, cb0::kBoundaries);
     double s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
         Sum8 uc, cc;
         float c[8];
-        lookup8(c, lv + 0, cb::kCentroids);
+        lookup8(c, lv + 0, cb0::kCentroids);
         uc.add_products(0, u + 0, c);
         cc.add_products(0, c, c);
-        lookup8(c, lv + 8, cb::kCentroids);
+        lookup8(c, lv + 8, cb0::kCentroids);
         uc.add_products(1, u + 8, c);
         cc.add_products(1, c, c);
-        lookup8(c, lv + 16, cb::kCentroids);
+        lookup8(c, lv + 16, cb0::kCentroids);
         uc.add_products(2, u + 16, c);
         cc.add_products(2, c, c);
-        lookup8(c, lv + 24, cb::kCentroids);
+        lookup8(c, lv + 24, cb0::kCentroids);
         uc.add_products(3, u + 24, c);
         cc.add_products(3, c, c);
-        lookup8(c, lv + 32, cb::kCentroids);
+        lookup8(c, lv + 32, cb0::kCentroids);
         uc.add_products(4, u + 32, c);
         cc.add_products(4, c, c);
-        lookup8(c, lv + 40, cb::kCentroids);
+        lookup8(c, lv + 40, cb0::kCentroids);
         uc.add_products(5, u + 40, c);
         cc.add_products(5, c, c);
-        lookup8(c, lv + 48, cb::kCentroids);
+        lookup8(c, lv + 48, cb0::kCentroids);
         uc.add_products(6, u + 48, c);
         cc.add_products(6, c, c);
-        lookup8(c, lv + 56, cb::kCentroids);
+        lookup8(c, lv + 56, cb0::kCentroids);
         uc.add_products(7, u + 56, c);
         cc.add_products(7, c, c);
         s = norm * uc.total() / cc.total();  // > 0: no centroid is 0

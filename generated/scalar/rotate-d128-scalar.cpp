@@ -5,12 +5,14 @@
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace tq::scalar {
 
 // y = H (s ⊙ x), where s = D/sqrt(d) holds the seed's random signs with the
-// 1/sqrt(d) normalization folded in; H is the 128-point Walsh-Hadamard matrix.
+// 1/sqrt(d) normalization folded in; H is the 128-point Hadamard matrix
+// of Walsh and Sylvester.
 // Orthonormal.  out may alias in.
 void tq_rotate_d128__scalar(const float* signs, const float* in, float* out) {
     mul8(out + 0, in + 0, signs + 0);
@@ -82,9 +84,10 @@ void tq_rotate_d128__scalar(const float* signs, const float* in, float* out) {
     butterfly8(out + 48, out + 112);
     butterfly8(out + 56, out + 120);
 
+
 }
 
-// x = s ⊙ (H y): the inverse (and transpose) of tq_rotate_d128__scalar.  out may alias in.
+// x = s ⊙ (Hᵀ y): the inverse (and transpose) of tq_rotate_d128__scalar.  out may alias in.
 void tq_unrotate_d128__scalar(const float* signs, const float* in, float* out) {
     fwht8(out + 0, in + 0);
     fwht8(out + 8, in + 8);
@@ -138,6 +141,7 @@ void tq_unrotate_d128__scalar(const float* signs, const float* in, float* out) {
     butterfly8(out + 40, out + 104);
     butterfly8(out + 48, out + 112);
     butterfly8(out + 56, out + 120);
+
 
     mul8(out + 0, out + 0, signs + 0);
     mul8(out + 8, out + 8, signs + 8);

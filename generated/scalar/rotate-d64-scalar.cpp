@@ -5,12 +5,14 @@
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
+#include <cstring>
 #include <type_traits>
 
 namespace tq::scalar {
 
 // y = H (s ⊙ x), where s = D/sqrt(d) holds the seed's random signs with the
-// 1/sqrt(d) normalization folded in; H is the 64-point Walsh-Hadamard matrix.
+// 1/sqrt(d) normalization folded in; H is the 64-point Hadamard matrix
+// of Walsh and Sylvester.
 // Orthonormal.  out may alias in.
 void tq_rotate_d64__scalar(const float* signs, const float* in, float* out) {
     mul8(out + 0, in + 0, signs + 0);
@@ -45,9 +47,10 @@ void tq_rotate_d64__scalar(const float* signs, const float* in, float* out) {
     butterfly8(out + 16, out + 48);
     butterfly8(out + 24, out + 56);
 
+
 }
 
-// x = s ⊙ (H y): the inverse (and transpose) of tq_rotate_d64__scalar.  out may alias in.
+// x = s ⊙ (Hᵀ y): the inverse (and transpose) of tq_rotate_d64__scalar.  out may alias in.
 void tq_unrotate_d64__scalar(const float* signs, const float* in, float* out) {
     fwht8(out + 0, in + 0);
     fwht8(out + 8, in + 8);
@@ -72,6 +75,7 @@ void tq_unrotate_d64__scalar(const float* signs, const float* in, float* out) {
     butterfly8(out + 8, out + 40);
     butterfly8(out + 16, out + 48);
     butterfly8(out + 24, out + 56);
+
 
     mul8(out + 0, out + 0, signs + 0);
     mul8(out + 8, out + 8, signs + 8);

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d64_b3__scalar: fused score, head_dim 64, 3 bits, ISA scalar
 // Op count:  per key: 64 centroid lookups, 64 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d64-b3.hpp"
+
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -12,74 +13,75 @@ namespace tq::scalar {
 // out[t] = scales[t] * sum_i q[i] * c[level_{t,i}] for n packed keys of
 // 24 bytes each; q is the query already rotated.  No key is decoded.
 void tq_score_d64_b3__scalar(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
-    namespace cb = tq::codebooks::d64_b3;
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 24;
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        s0 += q[0] * cb::kCentroids[(p[0] & 3) | ((p[16] & 1) << 2)];
-        s1 += q[1] * cb::kCentroids[(p[1] & 3) | ((p[17] & 1) << 2)];
-        s2 += q[2] * cb::kCentroids[(p[2] & 3) | ((p[18] & 1) << 2)];
-        s3 += q[3] * cb::kCentroids[(p[3] & 3) | ((p[19] & 1) << 2)];
-        s0 += q[4] * cb::kCentroids[(p[4] & 3) | ((p[20] & 1) << 2)];
-        s1 += q[5] * cb::kCentroids[(p[5] & 3) | ((p[21] & 1) << 2)];
-        s2 += q[6] * cb::kCentroids[(p[6] & 3) | ((p[22] & 1) << 2)];
-        s3 += q[7] * cb::kCentroids[(p[7] & 3) | ((p[23] & 1) << 2)];
-        s0 += q[8] * cb::kCentroids[(p[8] & 3) | (((p[16] >> 1) & 1) << 2)];
-        s1 += q[9] * cb::kCentroids[(p[9] & 3) | (((p[17] >> 1) & 1) << 2)];
-        s2 += q[10] * cb::kCentroids[(p[10] & 3) | (((p[18] >> 1) & 1) << 2)];
-        s3 += q[11] * cb::kCentroids[(p[11] & 3) | (((p[19] >> 1) & 1) << 2)];
-        s0 += q[12] * cb::kCentroids[(p[12] & 3) | (((p[20] >> 1) & 1) << 2)];
-        s1 += q[13] * cb::kCentroids[(p[13] & 3) | (((p[21] >> 1) & 1) << 2)];
-        s2 += q[14] * cb::kCentroids[(p[14] & 3) | (((p[22] >> 1) & 1) << 2)];
-        s3 += q[15] * cb::kCentroids[(p[15] & 3) | (((p[23] >> 1) & 1) << 2)];
-        s0 += q[16] * cb::kCentroids[((p[0] >> 2) & 3) | (((p[16] >> 2) & 1) << 2)];
-        s1 += q[17] * cb::kCentroids[((p[1] >> 2) & 3) | (((p[17] >> 2) & 1) << 2)];
-        s2 += q[18] * cb::kCentroids[((p[2] >> 2) & 3) | (((p[18] >> 2) & 1) << 2)];
-        s3 += q[19] * cb::kCentroids[((p[3] >> 2) & 3) | (((p[19] >> 2) & 1) << 2)];
-        s0 += q[20] * cb::kCentroids[((p[4] >> 2) & 3) | (((p[20] >> 2) & 1) << 2)];
-        s1 += q[21] * cb::kCentroids[((p[5] >> 2) & 3) | (((p[21] >> 2) & 1) << 2)];
-        s2 += q[22] * cb::kCentroids[((p[6] >> 2) & 3) | (((p[22] >> 2) & 1) << 2)];
-        s3 += q[23] * cb::kCentroids[((p[7] >> 2) & 3) | (((p[23] >> 2) & 1) << 2)];
-        s0 += q[24] * cb::kCentroids[((p[8] >> 2) & 3) | (((p[16] >> 3) & 1) << 2)];
-        s1 += q[25] * cb::kCentroids[((p[9] >> 2) & 3) | (((p[17] >> 3) & 1) << 2)];
-        s2 += q[26] * cb::kCentroids[((p[10] >> 2) & 3) | (((p[18] >> 3) & 1) << 2)];
-        s3 += q[27] * cb::kCentroids[((p[11] >> 2) & 3) | (((p[19] >> 3) & 1) << 2)];
-        s0 += q[28] * cb::kCentroids[((p[12] >> 2) & 3) | (((p[20] >> 3) & 1) << 2)];
-        s1 += q[29] * cb::kCentroids[((p[13] >> 2) & 3) | (((p[21] >> 3) & 1) << 2)];
-        s2 += q[30] * cb::kCentroids[((p[14] >> 2) & 3) | (((p[22] >> 3) & 1) << 2)];
-        s3 += q[31] * cb::kCentroids[((p[15] >> 2) & 3) | (((p[23] >> 3) & 1) << 2)];
-        s0 += q[32] * cb::kCentroids[((p[0] >> 4) & 3) | (((p[16] >> 4) & 1) << 2)];
-        s1 += q[33] * cb::kCentroids[((p[1] >> 4) & 3) | (((p[17] >> 4) & 1) << 2)];
-        s2 += q[34] * cb::kCentroids[((p[2] >> 4) & 3) | (((p[18] >> 4) & 1) << 2)];
-        s3 += q[35] * cb::kCentroids[((p[3] >> 4) & 3) | (((p[19] >> 4) & 1) << 2)];
-        s0 += q[36] * cb::kCentroids[((p[4] >> 4) & 3) | (((p[20] >> 4) & 1) << 2)];
-        s1 += q[37] * cb::kCentroids[((p[5] >> 4) & 3) | (((p[21] >> 4) & 1) << 2)];
-        s2 += q[38] * cb::kCentroids[((p[6] >> 4) & 3) | (((p[22] >> 4) & 1) << 2)];
-        s3 += q[39] * cb::kCentroids[((p[7] >> 4) & 3) | (((p[23] >> 4) & 1) << 2)];
-        s0 += q[40] * cb::kCentroids[((p[8] >> 4) & 3) | (((p[16] >> 5) & 1) << 2)];
-        s1 += q[41] * cb::kCentroids[((p[9] >> 4) & 3) | (((p[17] >> 5) & 1) << 2)];
-        s2 += q[42] * cb::kCentroids[((p[10] >> 4) & 3) | (((p[18] >> 5) & 1) << 2)];
-        s3 += q[43] * cb::kCentroids[((p[11] >> 4) & 3) | (((p[19] >> 5) & 1) << 2)];
-        s0 += q[44] * cb::kCentroids[((p[12] >> 4) & 3) | (((p[20] >> 5) & 1) << 2)];
-        s1 += q[45] * cb::kCentroids[((p[13] >> 4) & 3) | (((p[21] >> 5) & 1) << 2)];
-        s2 += q[46] * cb::kCentroids[((p[14] >> 4) & 3) | (((p[22] >> 5) & 1) << 2)];
-        s3 += q[47] * cb::kCentroids[((p[15] >> 4) & 3) | (((p[23] >> 5) & 1) << 2)];
-        s0 += q[48] * cb::kCentroids[(p[0] >> 6) | (((p[16] >> 6) & 1) << 2)];
-        s1 += q[49] * cb::kCentroids[(p[1] >> 6) | (((p[17] >> 6) & 1) << 2)];
-        s2 += q[50] * cb::kCentroids[(p[2] >> 6) | (((p[18] >> 6) & 1) << 2)];
-        s3 += q[51] * cb::kCentroids[(p[3] >> 6) | (((p[19] >> 6) & 1) << 2)];
-        s0 += q[52] * cb::kCentroids[(p[4] >> 6) | (((p[20] >> 6) & 1) << 2)];
-        s1 += q[53] * cb::kCentroids[(p[5] >> 6) | (((p[21] >> 6) & 1) << 2)];
-        s2 += q[54] * cb::kCentroids[(p[6] >> 6) | (((p[22] >> 6) & 1) << 2)];
-        s3 += q[55] * cb::kCentroids[(p[7] >> 6) | (((p[23] >> 6) & 1) << 2)];
-        s0 += q[56] * cb::kCentroids[(p[8] >> 6) | ((p[16] >> 7) << 2)];
-        s1 += q[57] * cb::kCentroids[(p[9] >> 6) | ((p[17] >> 7) << 2)];
-        s2 += q[58] * cb::kCentroids[(p[10] >> 6) | ((p[18] >> 7) << 2)];
-        s3 += q[59] * cb::kCentroids[(p[11] >> 6) | ((p[19] >> 7) << 2)];
-        s0 += q[60] * cb::kCentroids[(p[12] >> 6) | ((p[20] >> 7) << 2)];
-        s1 += q[61] * cb::kCentroids[(p[13] >> 6) | ((p[21] >> 7) << 2)];
-        s2 += q[62] * cb::kCentroids[(p[14] >> 6) | ((p[22] >> 7) << 2)];
-        s3 += q[63] * cb::kCentroids[(p[15] >> 6) | ((p[23] >> 7) << 2)];
+        s0 += q[0] * cb0::kCentroids[(p[0] & 3) | ((p[16] & 1) << 2)];
+        s1 += q[1] * cb0::kCentroids[(p[1] & 3) | ((p[17] & 1) << 2)];
+        s2 += q[2] * cb0::kCentroids[(p[2] & 3) | ((p[18] & 1) << 2)];
+        s3 += q[3] * cb0::kCentroids[(p[3] & 3) | ((p[19] & 1) << 2)];
+        s0 += q[4] * cb0::kCentroids[(p[4] & 3) | ((p[20] & 1) << 2)];
+        s1 += q[5] * cb0::kCentroids[(p[5] & 3) | ((p[21] & 1) << 2)];
+        s2 += q[6] * cb0::kCentroids[(p[6] & 3) | ((p[22] & 1) << 2)];
+        s3 += q[7] * cb0::kCentroids[(p[7] & 3) | ((p[23] & 1) << 2)];
+        s0 += q[8] * cb0::kCentroids[(p[8] & 3) | (((p[16] >> 1) & 1) << 2)];
+        s1 += q[9] * cb0::kCentroids[(p[9] & 3) | (((p[17] >> 1) & 1) << 2)];
+        s2 += q[10] * cb0::kCentroids[(p[10] & 3) | (((p[18] >> 1) & 1) << 2)];
+        s3 += q[11] * cb0::kCentroids[(p[11] & 3) | (((p[19] >> 1) & 1) << 2)];
+        s0 += q[12] * cb0::kCentroids[(p[12] & 3) | (((p[20] >> 1) & 1) << 2)];
+        s1 += q[13] * cb0::kCentroids[(p[13] & 3) | (((p[21] >> 1) & 1) << 2)];
+        s2 += q[14] * cb0::kCentroids[(p[14] & 3) | (((p[22] >> 1) & 1) << 2)];
+        s3 += q[15] * cb0::kCentroids[(p[15] & 3) | (((p[23] >> 1) & 1) << 2)];
+        s0 += q[16] * cb0::kCentroids[((p[0] >> 2) & 3) | (((p[16] >> 2) & 1) << 2)];
+        s1 += q[17] * cb0::kCentroids[((p[1] >> 2) & 3) | (((p[17] >> 2) & 1) << 2)];
+        s2 += q[18] * cb0::kCentroids[((p[2] >> 2) & 3) | (((p[18] >> 2) & 1) << 2)];
+        s3 += q[19] * cb0::kCentroids[((p[3] >> 2) & 3) | (((p[19] >> 2) & 1) << 2)];
+        s0 += q[20] * cb0::kCentroids[((p[4] >> 2) & 3) | (((p[20] >> 2) & 1) << 2)];
+        s1 += q[21] * cb0::kCentroids[((p[5] >> 2) & 3) | (((p[21] >> 2) & 1) << 2)];
+        s2 += q[22] * cb0::kCentroids[((p[6] >> 2) & 3) | (((p[22] >> 2) & 1) << 2)];
+        s3 += q[23] * cb0::kCentroids[((p[7] >> 2) & 3) | (((p[23] >> 2) & 1) << 2)];
+        s0 += q[24] * cb0::kCentroids[((p[8] >> 2) & 3) | (((p[16] >> 3) & 1) << 2)];
+        s1 += q[25] * cb0::kCentroids[((p[9] >> 2) & 3) | (((p[17] >> 3) & 1) << 2)];
+        s2 += q[26] * cb0::kCentroids[((p[10] >> 2) & 3) | (((p[18] >> 3) & 1) << 2)];
+        s3 += q[27] * cb0::kCentroids[((p[11] >> 2) & 3) | (((p[19] >> 3) & 1) << 2)];
+        s0 += q[28] * cb0::kCentroids[((p[12] >> 2) & 3) | (((p[20] >> 3) & 1) << 2)];
+        s1 += q[29] * cb0::kCentroids[((p[13] >> 2) & 3) | (((p[21] >> 3) & 1) << 2)];
+        s2 += q[30] * cb0::kCentroids[((p[14] >> 2) & 3) | (((p[22] >> 3) & 1) << 2)];
+        s3 += q[31] * cb0::kCentroids[((p[15] >> 2) & 3) | (((p[23] >> 3) & 1) << 2)];
+        s0 += q[32] * cb0::kCentroids[((p[0] >> 4) & 3) | (((p[16] >> 4) & 1) << 2)];
+        s1 += q[33] * cb0::kCentroids[((p[1] >> 4) & 3) | (((p[17] >> 4) & 1) << 2)];
+        s2 += q[34] * cb0::kCentroids[((p[2] >> 4) & 3) | (((p[18] >> 4) & 1) << 2)];
+        s3 += q[35] * cb0::kCentroids[((p[3] >> 4) & 3) | (((p[19] >> 4) & 1) << 2)];
+        s0 += q[36] * cb0::kCentroids[((p[4] >> 4) & 3) | (((p[20] >> 4) & 1) << 2)];
+        s1 += q[37] * cb0::kCentroids[((p[5] >> 4) & 3) | (((p[21] >> 4) & 1) << 2)];
+        s2 += q[38] * cb0::kCentroids[((p[6] >> 4) & 3) | (((p[22] >> 4) & 1) << 2)];
+        s3 += q[39] * cb0::kCentroids[((p[7] >> 4) & 3) | (((p[23] >> 4) & 1) << 2)];
+        s0 += q[40] * cb0::kCentroids[((p[8] >> 4) & 3) | (((p[16] >> 5) & 1) << 2)];
+        s1 += q[41] * cb0::kCentroids[((p[9] >> 4) & 3) | (((p[17] >> 5) & 1) << 2)];
+        s2 += q[42] * cb0::kCentroids[((p[10] >> 4) & 3) | (((p[18] >> 5) & 1) << 2)];
+        s3 += q[43] * cb0::kCentroids[((p[11] >> 4) & 3) | (((p[19] >> 5) & 1) << 2)];
+        s0 += q[44] * cb0::kCentroids[((p[12] >> 4) & 3) | (((p[20] >> 5) & 1) << 2)];
+        s1 += q[45] * cb0::kCentroids[((p[13] >> 4) & 3) | (((p[21] >> 5) & 1) << 2)];
+        s2 += q[46] * cb0::kCentroids[((p[14] >> 4) & 3) | (((p[22] >> 5) & 1) << 2)];
+        s3 += q[47] * cb0::kCentroids[((p[15] >> 4) & 3) | (((p[23] >> 5) & 1) << 2)];
+        s0 += q[48] * cb0::kCentroids[(p[0] >> 6) | (((p[16] >> 6) & 1) << 2)];
+        s1 += q[49] * cb0::kCentroids[(p[1] >> 6) | (((p[17] >> 6) & 1) << 2)];
+        s2 += q[50] * cb0::kCentroids[(p[2] >> 6) | (((p[18] >> 6) & 1) << 2)];
+        s3 += q[51] * cb0::kCentroids[(p[3] >> 6) | (((p[19] >> 6) & 1) << 2)];
+        s0 += q[52] * cb0::kCentroids[(p[4] >> 6) | (((p[20] >> 6) & 1) << 2)];
+        s1 += q[53] * cb0::kCentroids[(p[5] >> 6) | (((p[21] >> 6) & 1) << 2)];
+        s2 += q[54] * cb0::kCentroids[(p[6] >> 6) | (((p[22] >> 6) & 1) << 2)];
+        s3 += q[55] * cb0::kCentroids[(p[7] >> 6) | (((p[23] >> 6) & 1) << 2)];
+        s0 += q[56] * cb0::kCentroids[(p[8] >> 6) | ((p[16] >> 7) << 2)];
+        s1 += q[57] * cb0::kCentroids[(p[9] >> 6) | ((p[17] >> 7) << 2)];
+        s2 += q[58] * cb0::kCentroids[(p[10] >> 6) | ((p[18] >> 7) << 2)];
+        s3 += q[59] * cb0::kCentroids[(p[11] >> 6) | ((p[19] >> 7) << 2)];
+        s0 += q[60] * cb0::kCentroids[(p[12] >> 6) | ((p[20] >> 7) << 2)];
+        s1 += q[61] * cb0::kCentroids[(p[13] >> 6) | ((p[21] >> 7) << 2)];
+        s2 += q[62] * cb0::kCentroids[(p[14] >> 6) | ((p[22] >> 7) << 2)];
+        s3 += q[63] * cb0::kCentroids[(p[15] >> 6) | ((p[23] >> 7) << 2)];
         out[t] = scales[t] * ((s0 + s1) + (s2 + s3));
     }
 }

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d64_b4__scalar: fused score, head_dim 64, 4 bits, ISA scalar
 // Op count:  per key: 64 centroid lookups, 64 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d64-b4.hpp"
+
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -12,74 +13,75 @@ namespace tq::scalar {
 // out[t] = scales[t] * sum_i q[i] * c[level_{t,i}] for n packed keys of
 // 32 bytes each; q is the query already rotated.  No key is decoded.
 void tq_score_d64_b4__scalar(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
-    namespace cb = tq::codebooks::d64_b4;
+    namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
+
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 32;
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        s0 += q[0] * cb::kCentroids[(p[0] & 15)];
-        s1 += q[1] * cb::kCentroids[(p[1] & 15)];
-        s2 += q[2] * cb::kCentroids[(p[2] & 15)];
-        s3 += q[3] * cb::kCentroids[(p[3] & 15)];
-        s0 += q[4] * cb::kCentroids[(p[4] & 15)];
-        s1 += q[5] * cb::kCentroids[(p[5] & 15)];
-        s2 += q[6] * cb::kCentroids[(p[6] & 15)];
-        s3 += q[7] * cb::kCentroids[(p[7] & 15)];
-        s0 += q[8] * cb::kCentroids[(p[8] & 15)];
-        s1 += q[9] * cb::kCentroids[(p[9] & 15)];
-        s2 += q[10] * cb::kCentroids[(p[10] & 15)];
-        s3 += q[11] * cb::kCentroids[(p[11] & 15)];
-        s0 += q[12] * cb::kCentroids[(p[12] & 15)];
-        s1 += q[13] * cb::kCentroids[(p[13] & 15)];
-        s2 += q[14] * cb::kCentroids[(p[14] & 15)];
-        s3 += q[15] * cb::kCentroids[(p[15] & 15)];
-        s0 += q[16] * cb::kCentroids[(p[16] & 15)];
-        s1 += q[17] * cb::kCentroids[(p[17] & 15)];
-        s2 += q[18] * cb::kCentroids[(p[18] & 15)];
-        s3 += q[19] * cb::kCentroids[(p[19] & 15)];
-        s0 += q[20] * cb::kCentroids[(p[20] & 15)];
-        s1 += q[21] * cb::kCentroids[(p[21] & 15)];
-        s2 += q[22] * cb::kCentroids[(p[22] & 15)];
-        s3 += q[23] * cb::kCentroids[(p[23] & 15)];
-        s0 += q[24] * cb::kCentroids[(p[24] & 15)];
-        s1 += q[25] * cb::kCentroids[(p[25] & 15)];
-        s2 += q[26] * cb::kCentroids[(p[26] & 15)];
-        s3 += q[27] * cb::kCentroids[(p[27] & 15)];
-        s0 += q[28] * cb::kCentroids[(p[28] & 15)];
-        s1 += q[29] * cb::kCentroids[(p[29] & 15)];
-        s2 += q[30] * cb::kCentroids[(p[30] & 15)];
-        s3 += q[31] * cb::kCentroids[(p[31] & 15)];
-        s0 += q[32] * cb::kCentroids[(p[0] >> 4)];
-        s1 += q[33] * cb::kCentroids[(p[1] >> 4)];
-        s2 += q[34] * cb::kCentroids[(p[2] >> 4)];
-        s3 += q[35] * cb::kCentroids[(p[3] >> 4)];
-        s0 += q[36] * cb::kCentroids[(p[4] >> 4)];
-        s1 += q[37] * cb::kCentroids[(p[5] >> 4)];
-        s2 += q[38] * cb::kCentroids[(p[6] >> 4)];
-        s3 += q[39] * cb::kCentroids[(p[7] >> 4)];
-        s0 += q[40] * cb::kCentroids[(p[8] >> 4)];
-        s1 += q[41] * cb::kCentroids[(p[9] >> 4)];
-        s2 += q[42] * cb::kCentroids[(p[10] >> 4)];
-        s3 += q[43] * cb::kCentroids[(p[11] >> 4)];
-        s0 += q[44] * cb::kCentroids[(p[12] >> 4)];
-        s1 += q[45] * cb::kCentroids[(p[13] >> 4)];
-        s2 += q[46] * cb::kCentroids[(p[14] >> 4)];
-        s3 += q[47] * cb::kCentroids[(p[15] >> 4)];
-        s0 += q[48] * cb::kCentroids[(p[16] >> 4)];
-        s1 += q[49] * cb::kCentroids[(p[17] >> 4)];
-        s2 += q[50] * cb::kCentroids[(p[18] >> 4)];
-        s3 += q[51] * cb::kCentroids[(p[19] >> 4)];
-        s0 += q[52] * cb::kCentroids[(p[20] >> 4)];
-        s1 += q[53] * cb::kCentroids[(p[21] >> 4)];
-        s2 += q[54] * cb::kCentroids[(p[22] >> 4)];
-        s3 += q[55] * cb::kCentroids[(p[23] >> 4)];
-        s0 += q[56] * cb::kCentroids[(p[24] >> 4)];
-        s1 += q[57] * cb::kCentroids[(p[25] >> 4)];
-        s2 += q[58] * cb::kCentroids[(p[26] >> 4)];
-        s3 += q[59] * cb::kCentroids[(p[27] >> 4)];
-        s0 += q[60] * cb::kCentroids[(p[28] >> 4)];
-        s1 += q[61] * cb::kCentroids[(p[29] >> 4)];
-        s2 += q[62] * cb::kCentroids[(p[30] >> 4)];
-        s3 += q[63] * cb::kCentroids[(p[31] >> 4)];
+        s0 += q[0] * cb0::kCentroids[(p[0] & 15)];
+        s1 += q[1] * cb0::kCentroids[(p[1] & 15)];
+        s2 += q[2] * cb0::kCentroids[(p[2] & 15)];
+        s3 += q[3] * cb0::kCentroids[(p[3] & 15)];
+        s0 += q[4] * cb0::kCentroids[(p[4] & 15)];
+        s1 += q[5] * cb0::kCentroids[(p[5] & 15)];
+        s2 += q[6] * cb0::kCentroids[(p[6] & 15)];
+        s3 += q[7] * cb0::kCentroids[(p[7] & 15)];
+        s0 += q[8] * cb0::kCentroids[(p[8] & 15)];
+        s1 += q[9] * cb0::kCentroids[(p[9] & 15)];
+        s2 += q[10] * cb0::kCentroids[(p[10] & 15)];
+        s3 += q[11] * cb0::kCentroids[(p[11] & 15)];
+        s0 += q[12] * cb0::kCentroids[(p[12] & 15)];
+        s1 += q[13] * cb0::kCentroids[(p[13] & 15)];
+        s2 += q[14] * cb0::kCentroids[(p[14] & 15)];
+        s3 += q[15] * cb0::kCentroids[(p[15] & 15)];
+        s0 += q[16] * cb0::kCentroids[(p[16] & 15)];
+        s1 += q[17] * cb0::kCentroids[(p[17] & 15)];
+        s2 += q[18] * cb0::kCentroids[(p[18] & 15)];
+        s3 += q[19] * cb0::kCentroids[(p[19] & 15)];
+        s0 += q[20] * cb0::kCentroids[(p[20] & 15)];
+        s1 += q[21] * cb0::kCentroids[(p[21] & 15)];
+        s2 += q[22] * cb0::kCentroids[(p[22] & 15)];
+        s3 += q[23] * cb0::kCentroids[(p[23] & 15)];
+        s0 += q[24] * cb0::kCentroids[(p[24] & 15)];
+        s1 += q[25] * cb0::kCentroids[(p[25] & 15)];
+        s2 += q[26] * cb0::kCentroids[(p[26] & 15)];
+        s3 += q[27] * cb0::kCentroids[(p[27] & 15)];
+        s0 += q[28] * cb0::kCentroids[(p[28] & 15)];
+        s1 += q[29] * cb0::kCentroids[(p[29] & 15)];
+        s2 += q[30] * cb0::kCentroids[(p[30] & 15)];
+        s3 += q[31] * cb0::kCentroids[(p[31] & 15)];
+        s0 += q[32] * cb0::kCentroids[(p[0] >> 4)];
+        s1 += q[33] * cb0::kCentroids[(p[1] >> 4)];
+        s2 += q[34] * cb0::kCentroids[(p[2] >> 4)];
+        s3 += q[35] * cb0::kCentroids[(p[3] >> 4)];
+        s0 += q[36] * cb0::kCentroids[(p[4] >> 4)];
+        s1 += q[37] * cb0::kCentroids[(p[5] >> 4)];
+        s2 += q[38] * cb0::kCentroids[(p[6] >> 4)];
+        s3 += q[39] * cb0::kCentroids[(p[7] >> 4)];
+        s0 += q[40] * cb0::kCentroids[(p[8] >> 4)];
+        s1 += q[41] * cb0::kCentroids[(p[9] >> 4)];
+        s2 += q[42] * cb0::kCentroids[(p[10] >> 4)];
+        s3 += q[43] * cb0::kCentroids[(p[11] >> 4)];
+        s0 += q[44] * cb0::kCentroids[(p[12] >> 4)];
+        s1 += q[45] * cb0::kCentroids[(p[13] >> 4)];
+        s2 += q[46] * cb0::kCentroids[(p[14] >> 4)];
+        s3 += q[47] * cb0::kCentroids[(p[15] >> 4)];
+        s0 += q[48] * cb0::kCentroids[(p[16] >> 4)];
+        s1 += q[49] * cb0::kCentroids[(p[17] >> 4)];
+        s2 += q[50] * cb0::kCentroids[(p[18] >> 4)];
+        s3 += q[51] * cb0::kCentroids[(p[19] >> 4)];
+        s0 += q[52] * cb0::kCentroids[(p[20] >> 4)];
+        s1 += q[53] * cb0::kCentroids[(p[21] >> 4)];
+        s2 += q[54] * cb0::kCentroids[(p[22] >> 4)];
+        s3 += q[55] * cb0::kCentroids[(p[23] >> 4)];
+        s0 += q[56] * cb0::kCentroids[(p[24] >> 4)];
+        s1 += q[57] * cb0::kCentroids[(p[25] >> 4)];
+        s2 += q[58] * cb0::kCentroids[(p[26] >> 4)];
+        s3 += q[59] * cb0::kCentroids[(p[27] >> 4)];
+        s0 += q[60] * cb0::kCentroids[(p[28] >> 4)];
+        s1 += q[61] * cb0::kCentroids[(p[29] >> 4)];
+        s2 += q[62] * cb0::kCentroids[(p[30] >> 4)];
+        s3 += q[63] * cb0::kCentroids[(p[31] >> 4)];
         out[t] = scales[t] * ((s0 + s1) + (s2 + s3));
     }
 }
