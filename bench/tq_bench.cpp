@@ -122,6 +122,61 @@ DecodeSetup& decode_setup(const std::string& isa, int seq) {
     return *slot;
 }
 
+// Every compiled head dim with 4-bit keys: what a head dim that is not a power of
+// two costs (docs/rotations.md) next to the powers of two around it.
+std::vector<int> k4_head_dims() {
+    std::vector<int> dims;
+    for (const auto& v : tq::variants())
+        if (v.rate_eighths == 32) dims.push_back(v.head_dim);
+    return dims;
+}
+
+void register_head_dims(const std::string& isa) {
+    using benchmark::State;
+    for (int d : k4_head_dims()) {
+        const std::string p = isa + "/d" + std::to_string(d) + "/";
+        auto k4 = [isa, d]() -> const tq_kernels& {
+            const tq_kernels* k = nullptr;
+            if (tq_find_isa(isa.c_str(), d, 4, 4, &k) != TQ_OK) throw std::runtime_error(tq_last_error());
+            return *k;
+        };
+        benchmark::RegisterBenchmark((p + "rotate").c_str(), [k4, d](State& st) {
+            const auto& k = k4();
+            std::vector<float> signs = tq::rotation_signs(d, 1), x(d), out(d);
+            fill(x, 2);
+            for (auto _ : st) {
+                k.rotate(signs.data(), x.data(), out.data());
+                benchmark::DoNotOptimize(out.data());
+            }
+        });
+        benchmark::RegisterBenchmark((p + "encode_k4").c_str(), [k4, d](State& st) {
+            const auto& k = *k4().key;
+            std::vector<float> signs = tq::rotation_signs(d, 1), x(d);
+            fill(x, 2);
+            std::vector<std::uint8_t> code(k.code_bytes);
+            float scale = 0;
+            for (auto _ : st) {
+                k.encode(signs.data(), x.data(), TQ_SCALE_LEAST_SQUARES, code.data(), &scale);
+                benchmark::DoNotOptimize(code.data());
+            }
+        });
+        benchmark::RegisterBenchmark((p + "score_k4_cached").c_str(), [k4, d](State& st) {
+            const auto& k = *k4().key;
+            std::vector<float> signs = tq::rotation_signs(d, 1), x(std::size_t(d) * kCachedKeys), q(d);
+            fill(x, 4);
+            fill(q, 3);
+            std::vector<std::uint8_t> codes(kCachedKeys * k.code_bytes);
+            std::vector<float> scales(kCachedKeys), out(kCachedKeys);
+            for (std::size_t t = 0; t < kCachedKeys; ++t)
+                k.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * k.code_bytes], &scales[t]);
+            for (auto _ : st) {
+                k.score(q.data(), codes.data(), scales.data(), kCachedKeys, out.data());
+                benchmark::DoNotOptimize(out.data());
+            }
+        });
+    }
+}
+
 void register_isa(const std::string& isa) {
     using benchmark::State;
     const tq::bench::Baselines& base = tq::bench::baselines_for(isa);
@@ -266,6 +321,16 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
         std::printf("%-7s %-44s %10.2fns %10.2fns   (ggml Q4_0 row quantize)\n", isa.c_str(), "5 encode K4 per vector",
                     enc, 265.0);
     }
+    std::printf("\nPer head dim, K4 (ns; per coordinate in brackets)\n%-7s %8s %20s %20s %24s\n", "ISA", "head_dim",
+                "rotate", "encode", "score per key (cached)");
+    for (const auto& isa : isas)
+        for (int d : k4_head_dims()) {
+            const std::string p = isa + "/d" + std::to_string(d) + "/";
+            const double rot = get(p + "rotate"), enc = get(p + "encode_k4"), sc = get(p + "score_k4_cached") / kCachedKeys;
+            if (std::isnan(rot)) continue;
+            std::printf("%-7s %8d %10.1f [%6.3f] %10.1f [%6.3f] %14.2f [%6.3f]\n", isa.c_str(), d, rot, rot / d, enc,
+                        enc / d, sc, sc / d);
+        }
 }
 
 }  // namespace
@@ -274,6 +339,7 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     const std::vector<std::string> isas = tq::available_isas();
     for (const auto& isa : isas) register_isa(isa);
+    for (const auto& isa : isas) register_head_dims(isa);
     Collector collector;
     benchmark::RunSpecifiedBenchmarks(&collector);
     summary(collector.ns, isas);

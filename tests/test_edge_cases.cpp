@@ -59,10 +59,7 @@ TEST_CASE("edge: a one-hot vector's error is exactly the quantization of +-1/sqr
             const double c = tq::test::coord_centroids(v, i)[tq::test::reference_level(v, i, t)];
             expected += (t - c) * (t - c);
         }
-        // Decoding rounds: each output is a float sum of at most 64 terms (the FWHT's
-        // log2 d, a dense stage's m <= 28), off by r <= 64 ulp relative, which moves
-        // |e + r|^2 by up to 2 |e| |r|.
-        const double rounding = 2 * std::sqrt(expected) * 64 * 0x1p-24;
+        const double rounding = tq::test::decode_rounding(expected);
         Fixture f(v);
         for (int j : {0, d / 2 + 1, d - 1}) {
             std::vector<float> x(d, 0.0f);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -34,6 +35,14 @@ inline double squared_distance(std::span<const float> a, std::span<const float> 
     double s = 0;
     for (std::size_t i = 0; i < a.size(); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
     return s;
+}
+
+// How far float rounding in decode can move a relative squared error e: each
+// output is a float sum of at most 64 terms (the FWHT's log2 d, a dense Hadamard
+// stage's m <= 28), off by r <= 64 ulp relative, which moves |e + r|^2 by up to
+// 2 |e| |r|.
+inline double decode_rounding(double relative_squared_error) {
+    return 2 * std::sqrt(relative_squared_error) * 64 * 0x1p-24;
 }
 
 // Planes of the layout, low level bits first: widths per bit count.

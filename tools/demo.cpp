@@ -151,7 +151,7 @@ double fp32_reference(const SyntheticKV& kv, std::vector<float>& reference) {
     return best;
 }
 
-bool built(int kb, int vb) {
+bool built(float kb, float vb) {
     const tq_kernels* k = nullptr;
     return tq_find(kHeadDim, kb, vb, &k) == TQ_OK;
 }
@@ -165,7 +165,7 @@ int demo(int argc, char** argv) {
         return 2;
     }
     const struct {
-        int kb, vb;
+        float kb, vb;
     } configs[] = {{4, 2}, {4, 3}, {4, 4}, {3, 2}};
 
     std::printf("TurboQuant demo: KV cache of %d layers x %d KV heads x head_dim %d x %d positions (the spec's "
@@ -194,10 +194,10 @@ int demo(int argc, char** argv) {
     scale_rows.push_back(line);
     for (const auto& c : configs) {
         char name[16];
-        std::snprintf(name, sizeof name, "K%d/V%d", c.kb, c.vb);
+        std::snprintf(name, sizeof name, "K%g/V%g", double(c.kb), double(c.vb));
         if (!built(c.kb, c.vb)) {
-            std::snprintf(line, sizeof line, "%-7s (not in this build: configure head dim 128 and bits %d, %d)",
-                          name, c.kb, c.vb);
+            std::snprintf(line, sizeof line, "%-7s (not in this build: configure head dim 128 and bits %g, %g)",
+                          name, double(c.kb), double(c.vb));
             rows.push_back(line);
             continue;
         }

@@ -63,7 +63,7 @@ void print_variant_table(int vectors, std::uint64_t seed) {
         const double score_ns = seconds_since(t0) * 1e9 / (double(n) * kRepeats);
 
         const double bytes = double(v.code_bytes) + sizeof(float);
-        std::printf("%8d %5g %10.0f %8.2fx %13.5g %13.5g %7.3f %11.1f %13.2f\n", d, rate(v), bytes, 4.0 * d / bytes,
+        std::printf("%8d %5g %10.0f %8.2fx %13.5g %13.5g %7.3f %11.1f %13.2f\n", d, double(rate(v)), bytes, 4.0 * d / bytes,
                     rel_mse, v.mse_unit_vector, rel_mse / v.mse_unit_vector, encode_ns, score_ns);
     }
     std::printf("\nMSE measured: mean |x - decode(encode(x))|^2 / |x|^2 (norm scale); theory: the codebook's "
