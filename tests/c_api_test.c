@@ -23,7 +23,8 @@ int main(void) {
     const tq_bit_kernels* first = tq_variant(0);
     EXPECT(first != NULL);
     const int d = first->head_dim;
-    fa_tq_config config = {first->bits, first->bits};  /* scale 0: the default */
+    const float rate = (float)first->rate_eighths / 8; /* bits per coordinate: 3.5 for 28 */
+    fa_tq_config config = {rate, rate};               /* scale 0: the default */
     fa_tq_state* state = fa_tq_init(d, config, 42);
     EXPECT(state != NULL);
     fa_tq_cache* cache = fa_tq_cache_new(state, 1, HEADS, MAX_SEQ);
