@@ -100,7 +100,7 @@ def simd_needs_padding(head_dim: int, bits, lanes: int) -> bool:
     return any(re.search(r"(?<!small_)field<", e) for e in exprs)
 
 
-def _blend_parts(parts, lanes: int, part_expr) -> str:
+def _blend_parts(parts, part_expr) -> str:
     expr = None
     for i, seg, lo, hi in parts:
         e = part_expr(i, seg, lo, hi)
@@ -126,21 +126,24 @@ def simd_levels(head_dim: int, bits, seg: Segment, first: int, lo: int, hi: int,
 def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables: str) -> str:
     """Expression (a V register): the centroids of coordinates first..first+lanes-1,
     each looked up in its segment's table <tables><segment index>."""
-    return _blend_parts(register_parts(head_dim, bits, first, lanes), lanes, lambda i, seg, lo, hi:
+    return _blend_parts(register_parts(head_dim, bits, first, lanes), lambda i, seg, lo, hi:
                         f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})")
 
 
 def simd_bucketize(head_dim: int, bits, first: int, lanes: int, value: str, tables: str) -> str:
     """Expression (an I register): the levels of the rotated coordinates in `value`
     against each segment's boundary table <tables><segment index>."""
-    return _blend_parts(register_parts(head_dim, bits, first, lanes), lanes,
+    return _blend_parts(register_parts(head_dim, bits, first, lanes),
                         lambda i, seg, lo, hi: f"bucketize<{seg.bits}>({value}, {tables}{i})")
 
 
 def simd_lookup(head_dim: int, bits, first: int, lanes: int, levels: str, tables: str) -> str:
-    """Expression (a V register): the centroids of the levels in register `levels`."""
-    return _blend_parts(register_parts(head_dim, bits, first, lanes), lanes,
-                        lambda i, seg, lo, hi: f"{tables}{i}.lookup({levels})")
+    """Expression (a V register): the centroids of the levels in register `levels`.
+    Where two segments share the register, the lanes of the wider one hold levels
+    beyond the narrower table: masked (lookup_field) so that a gather stays inside it."""
+    parts = register_parts(head_dim, bits, first, lanes)
+    return _blend_parts(parts, lambda i, seg, lo, hi: f"{tables}{i}.lookup({levels})" if len(parts) == 1
+                        else f"{tables}{i}.lookup_field<{(1 << seg.bits) - 1}>({levels})")
 
 
 def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst: str) -> list[str]:

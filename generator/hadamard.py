@@ -72,10 +72,6 @@ class Rotation:
     pow2: int                    # 2^k, the contiguous axis
     dense: tuple[DenseStage, ...]
 
-    @property
-    def is_pow2(self) -> bool:
-        return not self.dense
-
 
 def _factorizations(d: int):
     for n in range(0, 4):
@@ -98,7 +94,9 @@ def rotation(d: int) -> Rotation:
     orders, p = best
     stages, stride = [], p
     for m in reversed(orders):
-        stages.append(DenseStage(m, stride, tuple(tuple(row) for row in paley(m))))
+        h = paley(m)
+        assert is_hadamard(h), f"Paley construction of order {m} is not Hadamard"
+        stages.append(DenseStage(m, stride, tuple(tuple(row) for row in h)))
         stride *= m
     return Rotation(d, p, tuple(stages))
 

@@ -21,6 +21,7 @@ describes the same layout for readers.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 PLANE_WIDTHS = {1: (1,), 2: (2,), 3: (2, 1), 4: (4,), 5: (4, 1), 6: (4, 2), 7: (4, 2, 1), 8: (8,)}
@@ -38,6 +39,8 @@ class Rate:
             value = float(text)
         except ValueError:
             raise ValueError(f"bit rate '{text}' is not a number")
+        if not math.isfinite(value):
+            raise ValueError(f"bit rate {text} is not supported: allowed 1..8 in steps of 1/8 (e.g. 3.5, 2.25)")
         eighths = round(value * 8)
         if abs(eighths - value * 8) > 1e-9 or not MIN_RATE <= eighths <= MAX_RATE:
             raise ValueError(f"bit rate {text} is not supported: allowed 1..8 in steps of 1/8 (e.g. 3.5, 2.25)")
@@ -65,8 +68,13 @@ class Rate:
         return self.text
 
 
-def as_rate(bits) -> Rate:
-    return bits if isinstance(bits, Rate) else Rate(8 * bits)
+def as_rate(bits: "Rate | int") -> Rate:
+    """A Rate, or whole bits as one."""
+    if isinstance(bits, Rate):
+        return bits
+    if not isinstance(bits, int):
+        raise TypeError(f"bits must be a Rate or an int, got {bits!r}")
+    return Rate(8 * bits)
 
 
 @dataclass(frozen=True)

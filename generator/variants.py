@@ -16,8 +16,9 @@ from layout import Rate, code_bytes, segments
 
 ISAS = ("scalar", "avx2", "avx512")
 LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: per 8-lane block)
-# Registers a rotation keeps live at once: AVX2 has 16, AVX-512 32, and the
-# in-register stages need a few for constants and temporaries.
+# Registers a power-of-two rotation keeps live at once: AVX2 has 16, AVX-512 32,
+# and the in-register stages need a few for constants and temporaries.  (The
+# rotations with dense Hadamard stages hold the whole vector: docs/kernels.md.)
 REG_BUDGET = {"scalar": 0, "avx2": 8, "avx512": 16}
 BIT_KERNELS = ("encode", "decode", "score", "accumulate", "pack")
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one

@@ -52,6 +52,12 @@ TEST_CASE("registry: unsupported combinations are a clear error listing the buil
         CHECK(message.find(std::to_string(first.head_dim)) != std::string::npos);
         CHECK_THROWS_AS(tq::find(d, kb, vb), tq::Error);
     }
+    for (float bad : {3.3f, 8.125f, nan}) {  // the message says what a rate must be
+        CHECK(tq_find(fd, bad, fb, &out) == TQ_ERROR_UNSUPPORTED);
+        CHECK(std::string(tq_last_error()).find("steps of 1/8") != std::string::npos);
+    }
+    CHECK(tq_find(100, fb, fb, &out) == TQ_ERROR_UNSUPPORTED);
+    CHECK(std::string(tq_last_error()).find("steps of 1/8") == std::string::npos);
     try {
         tq::find(100, fb, fb);
     } catch (const tq::Error& e) {

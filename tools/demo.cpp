@@ -193,7 +193,7 @@ int demo(int argc, char** argv) {
                   "cosine mean");
     scale_rows.push_back(line);
     for (const auto& c : configs) {
-        char name[16];
+        char name[32];
         std::snprintf(name, sizeof name, "K%g/V%g", double(c.kb), double(c.vb));
         if (!built(c.kb, c.vb)) {
             std::snprintf(line, sizeof line, "%-7s (not in this build: configure head dim 128 and bits %g, %g)",

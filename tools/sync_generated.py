@@ -21,13 +21,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "generated"
+sys.path.insert(0, str(ROOT / "generator"))
+from layout import Rate  # noqa: E402
+from variants import Config  # noqa: E402
 
 
 def generate(tq_codebook: str, dims: list[str], bits: list[str], isas: list[str], out: Path) -> None:
     json_dir = out.parent / "codebook-json"
     json_dir.mkdir(parents=True, exist_ok=True)
+    widths = Config(tuple(int(d) for d in dims), tuple(Rate.parse(b) for b in bits), tuple(isas)).codebook_bits()
     for d in dims:
-        for b in bits:
+        for b in map(str, widths):  # the whole bit widths the rates use
             subprocess.run([tq_codebook, "--head-dim", d, "--bits", b, "--format", "json",
                             "--output", str(json_dir / f"codebook-d{d}-b{b}.json")], check=True)
     subprocess.run([sys.executable, str(ROOT / "generator" / "generate.py"), "--head-dims", ",".join(dims),

@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d128_b2__avx2: fused weighted sum, head_dim 128, 2 bits, ISA avx2
 // Op count:  per value: 128 centroid lookups, 128 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d128-b2.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // of 32 bytes each, in the rotated domain; acc stays in 16 registers.
 void tq_accumulate_d128_b2__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
-
     const Table<4> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[128] = {

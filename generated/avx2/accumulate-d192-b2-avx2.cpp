@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d192_b2__avx2: fused weighted sum, head_dim 192, 2 bits, ISA avx2
 // Op count:  per value: 192 centroid lookups, 192 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d192-b2.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // of 48 bytes each, in the rotated domain; acc stays in 24 registers.
 void tq_accumulate_d192_b2__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d192_b2;  // coordinates 0..191
-
     const Table<4> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 8);

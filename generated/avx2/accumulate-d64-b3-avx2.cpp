@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d64_b3__avx2: fused weighted sum, head_dim 64, 3 bits, ISA avx2
 // Op count:  per value: 64 centroid lookups, 64 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d64-b3.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // of 24 bytes each, in the rotated domain; acc stays in 8 registers.
 void tq_accumulate_d64_b3__avx2(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
-
     const Table<8> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 8);

@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d192_b3__avx2: decode, head_dim 192, 3 bits, ISA avx2
 // Op count:  192 centroid lookups, 192 multiplies (scale), inverse rotation (768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d192-b3.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -16,7 +15,6 @@ void tq_unrotate_d192__avx2(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d192_b3__avx2(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
-
     const Table<8> centroids0(cb0::kCentroids);
     const V s = set1(scale);
     alignas(64) float y[192];

@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d80_b2__avx2: decode, head_dim 80, 2 bits, ISA avx2
 // Op count:  80 centroid lookups, 80 multiplies (scale), inverse rotation (160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d80-b2.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -16,7 +15,6 @@ void tq_unrotate_d80__avx2(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d80_b2__avx2(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d80_b2;  // coordinates 0..79
-
     const Table<4> centroids0(cb0::kCentroids);
     const V s = set1(scale);
     alignas(64) float y[80];

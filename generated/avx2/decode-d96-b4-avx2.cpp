@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d96_b4__avx2: decode, head_dim 96, 4 bits, ISA avx2
 // Op count:  96 centroid lookups, 96 multiplies (scale), inverse rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d96-b4.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -16,7 +15,6 @@ void tq_unrotate_d96__avx2(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d96_b4__avx2(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d96_b4;  // coordinates 0..95
-
     const Table<16> centroids0(cb0::kCentroids);
     const V s = set1(scale);
     alignas(64) float y[96];

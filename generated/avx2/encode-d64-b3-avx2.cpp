@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d64_b3__avx2: encode, head_dim 64, 3 bits, ISA avx2
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 192 compares (3-step search over 7 boundaries), 24 packed bytes written
 #include "codebooks/codebook-d64-b3.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -20,7 +19,6 @@ namespace tq::avx2 {
 // having written nothing.
 int tq_encode_d64_b3__avx2(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
-
     V r0 = load(x + 0);
     V r1 = load(x + 8);
     V r2 = load(x + 16);

@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d96_b4__avx2: encode, head_dim 96, 4 bits, ISA avx2
 // Op count:  96 multiply-adds in double (norm), 96 multiplies (normalize), rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in)), 384 compares (4-step search over 15 boundaries), 48 packed bytes written
 #include "codebooks/codebook-d96-b4.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -20,7 +19,6 @@ namespace tq::avx2 {
 // having written nothing.
 int tq_encode_d96_b4__avx2(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d96_b4;  // coordinates 0..95
-
     V r0 = load(x + 0);
     V r1 = load(x + 8);
     V r2 = load(x + 16);

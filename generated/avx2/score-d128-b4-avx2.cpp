@@ -3,7 +3,6 @@
 // Variant:   tq_score_d128_b4__avx2: fused score, head_dim 128, 4 bits, ISA avx2
 // Op count:  per key: 128 centroid lookups, 128 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d128-b4.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // 64 bytes each; q (rotated) stays in 16 registers, no key is decoded.
 void tq_score_d128_b4__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d128_b4;  // coordinates 0..127
-
     const Table<16> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[128] = {

@@ -3,7 +3,6 @@
 // Variant:   tq_score_d160_b3__avx2: fused score, head_dim 160, 3 bits, ISA avx2
 // Op count:  per key: 160 centroid lookups, 160 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d160-b3.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // 60 bytes each; q (rotated) stays in 20 registers, no key is decoded.
 void tq_score_d160_b3__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d160_b3;  // coordinates 0..159
-
     const Table<8> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 8);

@@ -3,7 +3,6 @@
 // Variant:   tq_score_d192_b3__avx2: fused score, head_dim 192, 3 bits, ISA avx2
 // Op count:  per key: 192 centroid lookups, 192 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d192-b3.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // 72 bytes each; q (rotated) stays in 24 registers, no key is decoded.
 void tq_score_d192_b3__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
-
     const Table<8> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 8);

@@ -3,7 +3,6 @@
 // Variant:   tq_score_d256_b3__avx2: fused score, head_dim 256, 3 bits, ISA avx2
 // Op count:  per key: 256 centroid lookups, 256 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d256-b3.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // 96 bytes each; q (rotated) stays in 32 registers, no key is decoded.
 void tq_score_d256_b3__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d256_b3;  // coordinates 0..255
-
     const Table<8> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 8);

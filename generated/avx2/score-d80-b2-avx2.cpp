@@ -3,7 +3,6 @@
 // Variant:   tq_score_d80_b2__avx2: fused score, head_dim 80, 2 bits, ISA avx2
 // Op count:  per key: 80 centroid lookups, 80 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d80-b2.hpp"
-
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx2 {
 // 20 bytes each; q (rotated) stays in 10 registers, no key is decoded.
 void tq_score_d80_b2__avx2(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d80_b2;  // coordinates 0..79
-
     const Table<4> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 8);

@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d160_b4__avx512: fused weighted sum, head_dim 160, 4 bits, ISA avx512
 // Op count:  per value: 160 centroid lookups, 160 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d160-b4.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx512 {
 // of 80 bytes each, in the rotated domain; acc stays in 10 registers.
 void tq_accumulate_d160_b4__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d160_b4;  // coordinates 0..159
-
     const Table<16> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 16);

@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d96_b3__avx512: fused weighted sum, head_dim 96, 3 bits, ISA avx512
 // Op count:  per value: 96 centroid lookups, 96 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d96-b3.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx512 {
 // of 36 bytes each, in the rotated domain; acc stays in 6 registers.
 void tq_accumulate_d96_b3__avx512(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d96_b3;  // coordinates 0..95
-
     const Table<8> centroids0(cb0::kCentroids);
     V a0 = load(acc + 0);
     V a1 = load(acc + 16);

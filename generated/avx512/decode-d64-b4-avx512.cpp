@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d64_b4__avx512: decode, head_dim 64, 4 bits, ISA avx512
 // Op count:  64 centroid lookups, 64 multiplies (scale), inverse rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d64-b4.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -16,7 +15,6 @@ void tq_unrotate_d64__avx512(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d64_b4__avx512(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
-
     const Table<16> centroids0(cb0::kCentroids);
     const V s = set1(scale);
     alignas(64) float y[64];

@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d192_b3__avx512: encode, head_dim 192, 3 bits, ISA avx512
 // Op count:  192 multiply-adds in double (norm), 192 multiplies (normalize), rotation (768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in)), 576 compares (3-step search over 7 boundaries), 72 packed bytes written
 #include "codebooks/codebook-d192-b3.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -20,7 +19,6 @@ namespace tq::avx512 {
 // having written nothing.
 int tq_encode_d192_b3__avx512(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
-
     V r0 = load(x + 0);
     V r1 = load(x + 16);
     V r2 = load(x + 32);

@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d80_b2__avx512: encode, head_dim 80, 2 bits, ISA avx512
 // Op count:  80 multiply-adds in double (norm), 80 multiplies (normalize), rotation (160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in)), 160 compares (2-step search over 3 boundaries), 20 packed bytes written
 #include "codebooks/codebook-d80-b2.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -20,7 +19,6 @@ namespace tq::avx512 {
 // having written nothing.
 int tq_encode_d80_b2__avx512(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d80_b2;  // coordinates 0..79
-
     V r0 = load(x + 0);
     V r1 = load(x + 16);
     V r2 = load(x + 32);

@@ -3,7 +3,6 @@
 // Variant:   tq_score_d256_b4__avx512: fused score, head_dim 256, 4 bits, ISA avx512
 // Op count:  per key: 256 centroid lookups, 256 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d256-b4.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx512 {
 // 128 bytes each; q (rotated) stays in 16 registers, no key is decoded.
 void tq_score_d256_b4__avx512(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
-
     const Table<16> centroids0(cb0::kCentroids);
     // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
     static constexpr int kLaneCoord[256] = {

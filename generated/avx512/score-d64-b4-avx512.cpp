@@ -3,7 +3,6 @@
 // Variant:   tq_score_d64_b4__avx512: fused score, head_dim 64, 4 bits, ISA avx512
 // Op count:  per key: 64 centroid lookups, 64 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d64-b4.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx512 {
 // 32 bytes each; q (rotated) stays in 4 registers, no key is decoded.
 void tq_score_d64_b4__avx512(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
-
     const Table<16> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 16);

@@ -3,7 +3,6 @@
 // Variant:   tq_score_d96_b4__avx512: fused score, head_dim 96, 4 bits, ISA avx512
 // Op count:  per key: 96 centroid lookups, 96 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d96-b4.hpp"
-
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -15,7 +14,6 @@ namespace tq::avx512 {
 // 48 bytes each; q (rotated) stays in 6 registers, no key is decoded.
 void tq_score_d96_b4__avx512(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d96_b4;  // coordinates 0..95
-
     const Table<16> centroids0(cb0::kCentroids);
     const V q0 = load(q + 0);
     const V q1 = load(q + 16);

@@ -77,7 +77,7 @@ inline constexpr float kBoundaryTable[16] = {
 // As a whole-bit variant (codebooks/all.hpp describes fractional ones alike).
 inline constexpr int kRateEighths = 32;
 inline constexpr unsigned long kCodeBytes = 64;
-inline constexpr int kHighCoords = 0;  // no coordinates at 5 bits
+inline constexpr int kHighCoords = 0;  // no coordinates at a higher rate
 inline constexpr const float* kHighCentroids = nullptr;
 inline constexpr const float* kHighBoundaries = nullptr;
 

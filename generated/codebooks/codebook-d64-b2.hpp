@@ -41,7 +41,7 @@ inline constexpr float kBoundaryTable[4] = {
 // As a whole-bit variant (codebooks/all.hpp describes fractional ones alike).
 inline constexpr int kRateEighths = 16;
 inline constexpr unsigned long kCodeBytes = 16;
-inline constexpr int kHighCoords = 0;  // no coordinates at 3 bits
+inline constexpr int kHighCoords = 0;  // no coordinates at a higher rate
 inline constexpr const float* kHighCentroids = nullptr;
 inline constexpr const float* kHighBoundaries = nullptr;
 

@@ -53,7 +53,7 @@ inline constexpr float kBoundaryTable[8] = {
 // As a whole-bit variant (codebooks/all.hpp describes fractional ones alike).
 inline constexpr int kRateEighths = 24;
 inline constexpr unsigned long kCodeBytes = 24;
-inline constexpr int kHighCoords = 0;  // no coordinates at 4 bits
+inline constexpr int kHighCoords = 0;  // no coordinates at a higher rate
 inline constexpr const float* kHighCentroids = nullptr;
 inline constexpr const float* kHighBoundaries = nullptr;
 

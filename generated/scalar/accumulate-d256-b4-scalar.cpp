@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d256_b4__scalar: fused weighted sum, head_dim 256, 4 bits, ISA scalar
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b4.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -14,8 +13,7 @@ namespace tq::scalar {
 // of 128 bytes each, in the rotated domain.  No value is decoded.
 void tq_accumulate_d256_b4__scalar(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
-
-    float a[256];
+float a[256];
     for (int i = 0; i < 256; ++i) a[i] = acc[i];
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 128;

@@ -3,7 +3,6 @@
 // Variant:   tq_accumulate_d80_b3__scalar: fused weighted sum, head_dim 80, 3 bits, ISA scalar
 // Op count:  per value: 80 centroid lookups, 80 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d80-b3.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -14,8 +13,7 @@ namespace tq::scalar {
 // of 30 bytes each, in the rotated domain.  No value is decoded.
 void tq_accumulate_d80_b3__scalar(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
     namespace cb0 = tq::codebooks::d80_b3;  // coordinates 0..79
-
-    float a[80];
+float a[80];
     for (int i = 0; i < 80; ++i) a[i] = acc[i];
     for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 30;

@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d128_b3__scalar: decode, head_dim 128, 3 bits, ISA scalar
 // Op count:  128 centroid lookups, 128 multiplies (scale), inverse rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d128-b3.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -15,8 +14,7 @@ void tq_unrotate_d128__scalar(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d128_b3__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d128_b3;  // coordinates 0..127
-
-    float y[128];
+float y[128];
     y[0] = scale * cb0::kCentroids[(code[0] & 3) | ((code[32] & 1) << 2)];
     y[1] = scale * cb0::kCentroids[(code[1] & 3) | ((code[33] & 1) << 2)];
     y[2] = scale * cb0::kCentroids[(code[2] & 3) | ((code[34] & 1) << 2)];

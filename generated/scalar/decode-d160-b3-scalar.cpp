@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d160_b3__scalar: decode, head_dim 160, 3 bits, ISA scalar
 // Op count:  160 centroid lookups, 160 multiplies (scale), inverse rotation (480 add/sub (FWHT), 3040 add/sub (20-point Hadamard), 160 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d160-b3.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -15,8 +14,7 @@ void tq_unrotate_d160__scalar(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d160_b3__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d160_b3;  // coordinates 0..159
-
-    float y[160];
+float y[160];
     y[0] = scale * cb0::kCentroids[(code[0] & 3) | ((code[40] & 1) << 2)];
     y[1] = scale * cb0::kCentroids[(code[1] & 3) | ((code[41] & 1) << 2)];
     y[2] = scale * cb0::kCentroids[(code[2] & 3) | ((code[42] & 1) << 2)];

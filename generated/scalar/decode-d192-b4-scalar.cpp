@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d192_b4__scalar: decode, head_dim 192, 4 bits, ISA scalar
 // Op count:  192 centroid lookups, 192 multiplies (scale), inverse rotation (768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d192-b4.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -15,8 +14,7 @@ void tq_unrotate_d192__scalar(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d192_b4__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d192_b4;  // coordinates 0..191
-
-    float y[192];
+float y[192];
     y[0] = scale * cb0::kCentroids[(code[0] & 15)];
     y[1] = scale * cb0::kCentroids[(code[1] & 15)];
     y[2] = scale * cb0::kCentroids[(code[2] & 15)];

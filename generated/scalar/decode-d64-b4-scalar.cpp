@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d64_b4__scalar: decode, head_dim 64, 4 bits, ISA scalar
 // Op count:  64 centroid lookups, 64 multiplies (scale), inverse rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d64-b4.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -15,8 +14,7 @@ void tq_unrotate_d64__scalar(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d64_b4__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
-
-    float y[64];
+float y[64];
     y[0] = scale * cb0::kCentroids[(code[0] & 15)];
     y[1] = scale * cb0::kCentroids[(code[1] & 15)];
     y[2] = scale * cb0::kCentroids[(code[2] & 15)];

@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d80_b2__scalar: decode, head_dim 80, 2 bits, ISA scalar
 // Op count:  80 centroid lookups, 80 multiplies (scale), inverse rotation (160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d80-b2.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -15,8 +14,7 @@ void tq_unrotate_d80__scalar(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d80_b2__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d80_b2;  // coordinates 0..79
-
-    float y[80];
+float y[80];
     y[0] = scale * cb0::kCentroids[(code[0] & 3)];
     y[1] = scale * cb0::kCentroids[(code[1] & 3)];
     y[2] = scale * cb0::kCentroids[(code[2] & 3)];

@@ -3,7 +3,6 @@
 // Variant:   tq_decode_d96_b4__scalar: decode, head_dim 96, 4 bits, ISA scalar
 // Op count:  96 centroid lookups, 96 multiplies (scale), inverse rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d96-b4.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -15,8 +14,7 @@ void tq_unrotate_d96__scalar(const float* signs, const float* in, float* out);
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.
 void tq_decode_d96_b4__scalar(const float* signs, const uint8_t* code, float scale, float* out) {
     namespace cb0 = tq::codebooks::d96_b4;  // coordinates 0..95
-
-    float y[96];
+float y[96];
     y[0] = scale * cb0::kCentroids[(code[0] & 15)];
     y[1] = scale * cb0::kCentroids[(code[1] & 15)];
     y[2] = scale * cb0::kCentroids[(code[2] & 15)];

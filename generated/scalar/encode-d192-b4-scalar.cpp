@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d192_b4__scalar: encode, head_dim 192, 4 bits, ISA scalar
 // Op count:  192 multiply-adds in double (norm), 192 multiplies (normalize), rotation (768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in)), 768 compares (4-step search over 15 boundaries), 96 packed bytes written
 #include "codebooks/codebook-d192-b4.hpp"
-
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -21,8 +20,7 @@ void tq_rotate_d192__scalar(const float* signs, const float* in, float* out);
 // Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d192_b4__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d192_b4;  // coordinates 0..191
-
-    // The norm in double cannot overflow or lose tiny inputs for any finite float x.
+// The norm in double cannot overflow or lose tiny inputs for any finite float x.
     Sum8 squares;
     squares.add_products(0, x + 0, x + 0);
     squares.add_products(1, x + 8, x + 8);

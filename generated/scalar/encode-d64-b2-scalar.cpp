@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d64_b2__scalar: encode, head_dim 64, 2 bits, ISA scalar
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 128 compares (2-step search over 3 boundaries), 16 packed bytes written
 #include "codebooks/codebook-d64-b2.hpp"
-
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -21,8 +20,7 @@ void tq_rotate_d64__scalar(const float* signs, const float* in, float* out);
 // Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d64_b2__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
-
-    // The norm in double cannot overflow or lose tiny inputs for any finite float x.
+// The norm in double cannot overflow or lose tiny inputs for any finite float x.
     Sum8 squares;
     squares.add_products(0, x + 0, x + 0);
     squares.add_products(1, x + 8, x + 8);

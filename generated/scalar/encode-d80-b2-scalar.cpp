@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d80_b2__scalar: encode, head_dim 80, 2 bits, ISA scalar
 // Op count:  80 multiply-adds in double (norm), 80 multiplies (normalize), rotation (160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in)), 160 compares (2-step search over 3 boundaries), 20 packed bytes written
 #include "codebooks/codebook-d80-b2.hpp"
-
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -21,8 +20,7 @@ void tq_rotate_d80__scalar(const float* signs, const float* in, float* out);
 // Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d80_b2__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d80_b2;  // coordinates 0..79
-
-    // The norm in double cannot overflow or lose tiny inputs for any finite float x.
+// The norm in double cannot overflow or lose tiny inputs for any finite float x.
     Sum8 squares;
     squares.add_products(0, x + 0, x + 0);
     squares.add_products(1, x + 8, x + 8);

@@ -3,7 +3,6 @@
 // Variant:   tq_encode_d96_b3__scalar: encode, head_dim 96, 3 bits, ISA scalar
 // Op count:  96 multiply-adds in double (norm), 96 multiplies (normalize), rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in)), 288 compares (3-step search over 7 boundaries), 36 packed bytes written
 #include "codebooks/codebook-d96-b3.hpp"
-
 #include "isa/scalar.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -21,8 +20,7 @@ void tq_rotate_d96__scalar(const float* signs, const float* in, float* out);
 // Inf, and TQ_ERROR_RANGE if the norm exceeds TQ_MAX_NORM(d).
 int tq_encode_d96_b3__scalar(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale) {
     namespace cb0 = tq::codebooks::d96_b3;  // coordinates 0..95
-
-    // The norm in double cannot overflow or lose tiny inputs for any finite float x.
+// The norm in double cannot overflow or lose tiny inputs for any finite float x.
     Sum8 squares;
     squares.add_products(0, x + 0, x + 0);
     squares.add_products(1, x + 8, x + 8);

@@ -3,7 +3,6 @@
 // Variant:   tq_score_d64_b3__scalar: fused score, head_dim 64, 3 bits, ISA scalar
 // Op count:  per key: 64 centroid lookups, 64 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d64-b3.hpp"
-
 #include "turboquant/kernel_types.h"
 
 #include <type_traits>
@@ -14,8 +13,7 @@ namespace tq::scalar {
 // 24 bytes each; q is the query already rotated.  No key is decoded.
 void tq_score_d64_b3__scalar(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out) {
     namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
-
-    for (size_t t = 0; t < n; ++t) {
+for (size_t t = 0; t < n; ++t) {
         const uint8_t* p = codes + t * 24;
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
         s0 += q[0] * cb0::kCentroids[(p[0] & 3) | ((p[16] & 1) << 2)];

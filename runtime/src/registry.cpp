@@ -139,8 +139,10 @@ std::string bits_text(float bits) {
 
 std::string unsupported_message(int head_dim, float key_bits, float value_bits) {
     const Registry& r = registry();
+    const bool bad_rate = eighths_of(key_bits) < 0 || eighths_of(value_bits) < 0;
     return "turboquant: no kernels for head_dim " + std::to_string(head_dim) + ", key_bits " + bits_text(key_bits) +
-           ", value_bits " + bits_text(value_bits) + "; this build has head_dim " + join(r.head_dims) +
+           ", value_bits " + bits_text(value_bits) +
+           (bad_rate ? " (bits must be 1..8 in steps of 1/8)" : "") + "; this build has head_dim " + join(r.head_dims) +
            " with key and value bits each in " + join(r.rates, detail::rate_text) +
            " (reconfigure with -DTQ_HEAD_DIMS=... -DTQ_BITS=... for others)";
 }

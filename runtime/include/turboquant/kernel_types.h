@@ -38,7 +38,8 @@ enum tq_status {
  * minimizes ‖x − s Rᵀĉ‖ for the chosen levels (docs/scale.md measures both). */
 enum tq_scale_kind { TQ_SCALE_NORM = 0, TQ_SCALE_LEAST_SQUARES = 1 };
 
-/* out = H (signs ⊙ in) (rotate) or signs ⊙ (H in) (unrotate); out may alias in. */
+/* out = H (signs ⊙ in) (rotate) or signs ⊙ (Hᵀ in) (unrotate), H the head dim's Hadamard
+ * matrix (docs/rotations.md); out may alias in. */
 typedef void (*tq_rotate_fn)(const float* signs, const float* in, float* out);
 /* Rotate, normalize, quantize and pack x: writes code[d*b/8] and *scale (of the
  * given tq_scale_kind).  Returns TQ_OK, or TQ_ERROR_NONFINITE (NaN/Inf in x) /
@@ -52,7 +53,8 @@ typedef void (*tq_score_fn)(const float* q_rot, const uint8_t* codes, const floa
 /* acc[d] += sum_t weights[t] * scales[t] * centroid[levels of value t], rotated domain. */
 typedef void (*tq_accumulate_fn)(const float* weights, const uint8_t* codes, const float* scales,
                                  size_t n, float* acc);
-/* The packed layout alone: d levels (each < 2^b) <-> d*b/8 bytes. */
+/* The packed layout alone: d levels (each < 2^b, 2^(b+1) for the high-rate
+ * coordinates of a fractional rate) <-> code_bytes bytes. */
 typedef void (*tq_pack_fn)(const uint8_t* levels, uint8_t* code);
 typedef void (*tq_unpack_fn)(const uint8_t* code, uint8_t* levels);
 
