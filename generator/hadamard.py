@@ -115,10 +115,27 @@ def _entry(stage: DenseStage, row: int, col: int, transpose: bool) -> int:
     return stage.matrix[col][row] if transpose else stage.matrix[row][col]
 
 
+def _pairwise(leaves: list[tuple[str, bool]], neg, add, sub) -> str:
+    """The canonical sum of signed terms (expr, negated): split in two halves (the
+    first one the larger), each summed the same way, then added; a negated term
+    on the right is subtracted.  A balanced tree: m terms in log2(m) rounds."""
+    def tree(lo: int, hi: int) -> tuple[str, bool]:
+        if hi - lo == 1:
+            return leaves[lo]
+        mid = lo + (hi - lo + 1) // 2
+        (left, left_neg), (right, right_neg) = tree(lo, mid), tree(mid, hi)
+        if left_neg:
+            left = neg(left)
+        return (sub if right_neg else add)(left, right), False
+
+    expr, negated = tree(0, len(leaves))
+    return neg(expr) if negated else expr
+
+
 def scalar_dense_stmts(rot: Rotation, tmp: str, out: str, transpose: bool) -> list[str]:
     """Statements applying each dense stage to float out[d] in place (through
-    float tmp[d]).  Output a of a stage is the left-to-right sum of ±inputs in
-    ascending a' order: the canonical order every ISA reproduces."""
+    float tmp[d]).  Output a of a stage sums ±inputs a' = 0..m-1 in the order of
+    _pairwise: the canonical order every ISA reproduces."""
     stmts = []
     d = rot.head_dim
     for stage in rot.dense:
@@ -128,12 +145,9 @@ def scalar_dense_stmts(rot: Rotation, tmp: str, out: str, transpose: bool) -> li
         for o in range(0, d, m * s):
             for a in range(m):
                 for c in range(s):
-                    terms = []
-                    for a2 in range(m):
-                        neg = _entry(stage, a, a2, transpose) < 0
-                        src = f"{tmp}[{o + a2 * s + c}]"
-                        terms.append(("-" if neg else "") + src if not terms else (" - " if neg else " + ") + src)
-                    stmts.append(f"{out}[{o + a * s + c}] = {''.join(terms)};")
+                    leaves = [(f"{tmp}[{o + a2 * s + c}]", _entry(stage, a, a2, transpose) < 0) for a2 in range(m)]
+                    expr = _pairwise(leaves, lambda x: f"-{x}", lambda x, y: f"({x} + {y})", lambda x, y: f"({x} - {y})")
+                    stmts.append(f"{out}[{o + a * s + c}] = {expr[1:-1] if expr.startswith('(') else expr};")
     return stmts
 
 
@@ -143,6 +157,9 @@ def simd_dense_stmts(rot: Rotation, lanes: int, var: str, transpose: bool) -> li
     stage whose stride is a multiple of lanes combines whole registers; one with
     a stride S < lanes holds lanes/S blocks per register, broadcasts each input
     block to all blocks and flips the signs per block (negate_blocks)."""
+    def total(leaves):
+        return _pairwise(leaves, lambda x: f"neg({x})", lambda x, y: f"add({x}, {y})", lambda x, y: f"sub({x}, {y})")
+
     stmts = []
     d = rot.head_dim
     for stage in rot.dense:
@@ -154,16 +171,9 @@ def simd_dense_stmts(rot: Rotation, lanes: int, var: str, transpose: bool) -> li
             for o in range(0, d // lanes, m * cols):
                 for a in range(m):
                     for c in range(cols):
-                        expr = None
-                        for a2 in range(m):
-                            neg = _entry(stage, a, a2, transpose) < 0
-                            src = f"{var}{o + a2 * cols + c}"
-                            if expr is None:
-                                expr = f"neg({src})" if neg else src
-                            else:
-                                expr = f"{'sub' if neg else 'add'}({expr}, {src})"
                         reg = o + a * cols + c
-                        stmts.append(f"    const V t{reg} = {expr};")
+                        leaves = [(f"{var}{o + a2 * cols + c}", _entry(stage, a, a2, transpose) < 0) for a2 in range(m)]
+                        stmts.append(f"    const V t{reg} = {total(leaves)};")
                         assigns.append(reg)
         else:
             if lanes % s or (m * s) % lanes:
@@ -174,17 +184,13 @@ def simd_dense_stmts(rot: Rotation, lanes: int, var: str, transpose: bool) -> li
                 for a2 in range(m):
                     stmts.append(f"    const V b{o}_{a2} = broadcast_block<{s}, {a2 % g}>({var}{o + a2 // g});")
                 for q in range(regs):
-                    expr = None
+                    leaves = []
                     for a2 in range(m):
                         pat = sum(1 << slot for slot in range(g) if _entry(stage, q * g + slot, a2, transpose) < 0)
                         b = f"b{o}_{a2}"
-                        if expr is None:
-                            expr = b if pat == 0 else f"neg({b})" if pat == full else f"negate_blocks<{s}, {pat:#x}>({b})"
-                        elif pat in (0, full):
-                            expr = f"{'sub' if pat else 'add'}({expr}, {b})"
-                        else:
-                            expr = f"add({expr}, negate_blocks<{s}, {pat:#x}>({b}))"
-                    stmts.append(f"    const V t{o + q} = {expr};")
+                        # a sign per block where the blocks differ; else a plain (negated) term
+                        leaves.append((b, pat == full) if pat in (0, full) else (f"negate_blocks<{s}, {pat:#x}>({b})", False))
+                    stmts.append(f"    const V t{o + q} = {total(leaves)};")
                     assigns.append(o + q)
         stmts += [f"    {var}{r} = t{r};" for r in assigns]
         stmts.append("}")

@@ -75,18 +75,18 @@ int tq_encode_d192_b2__avx512(const float* signs, const float* x, int scale_kind
     r11 = fwht_lanes(r11);
 
     {  // 12-point Hadamard stage, coordinates 16 apart
-        const V t0 = add(add(add(add(add(add(add(add(add(add(add(r0, r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t1 = sub(add(sub(sub(sub(add(add(add(sub(add(add(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t2 = add(sub(sub(sub(add(add(add(sub(add(add(sub(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t3 = sub(sub(sub(add(add(add(sub(add(add(sub(add(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t4 = sub(sub(add(add(add(sub(add(add(sub(add(sub(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t5 = sub(add(add(add(sub(add(add(sub(add(sub(sub(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t6 = add(add(add(sub(add(add(sub(add(sub(sub(sub(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t7 = add(add(sub(add(add(sub(add(sub(sub(sub(add(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t8 = add(sub(add(add(sub(add(sub(sub(sub(add(add(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t9 = sub(add(add(sub(add(sub(sub(sub(add(add(add(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t10 = add(add(sub(add(sub(sub(sub(add(add(add(sub(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
-        const V t11 = add(sub(add(sub(sub(sub(add(add(add(sub(add(neg(r0), r1), r2), r3), r4), r5), r6), r7), r8), r9), r10), r11);
+        const V t0 = add(add(add(add(r0, r1), r2), add(add(r3, r4), r5)), add(add(add(r6, r7), r8), add(add(r9, r10), r11)));
+        const V t1 = add(add(add(add(neg(r0), r1), r2), add(add(neg(r3), r4), r5)), add(sub(sub(r6, r7), r8), sub(add(neg(r9), r10), r11)));
+        const V t2 = add(add(add(sub(neg(r0), r1), r2), add(sub(r3, r4), r5)), add(sub(add(r6, r7), r8), add(sub(neg(r9), r10), r11)));
+        const V t3 = add(add(sub(add(neg(r0), r1), r2), sub(add(r3, r4), r5)), add(add(add(r6, r7), r8), sub(sub(neg(r9), r10), r11)));
+        const V t4 = add(add(add(sub(neg(r0), r1), r2), add(add(neg(r3), r4), r5)), add(add(add(neg(r6), r7), r8), sub(sub(r9, r10), r11)));
+        const V t5 = add(add(sub(sub(neg(r0), r1), r2), add(sub(r3, r4), r5)), add(add(sub(r6, r7), r8), sub(add(r9, r10), r11)));
+        const V t6 = add(add(sub(sub(neg(r0), r1), r2), sub(add(neg(r3), r4), r5)), add(sub(add(r6, r7), r8), add(add(r9, r10), r11)));
+        const V t7 = add(add(sub(add(neg(r0), r1), r2), add(sub(neg(r3), r4), r5)), add(add(add(neg(r6), r7), r8), add(add(neg(r9), r10), r11)));
+        const V t8 = add(add(add(add(neg(r0), r1), r2), sub(sub(neg(r3), r4), r5)), add(add(sub(r6, r7), r8), add(sub(r9, r10), r11)));
+        const V t9 = add(add(add(add(neg(r0), r1), r2), sub(sub(r3, r4), r5)), add(sub(add(neg(r6), r7), r8), sub(add(r9, r10), r11)));
+        const V t10 = add(add(add(sub(neg(r0), r1), r2), sub(add(r3, r4), r5)), add(add(sub(neg(r6), r7), r8), add(add(neg(r9), r10), r11)));
+        const V t11 = add(add(sub(add(neg(r0), r1), r2), add(add(r3, r4), r5)), add(sub(sub(neg(r6), r7), r8), add(sub(r9, r10), r11)));
         r0 = t0;
         r1 = t1;
         r2 = t2;
