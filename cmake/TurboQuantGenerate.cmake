@@ -1,7 +1,14 @@
-# Kernel generation wired into the build.
+# Kernel generation wired into the build, for this project and for engines that
+# embed it (from this source tree or from the installed package).
+#
+#   turboquant_generate_kernels(<target> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>])
+#       generates exactly these variants at <target>'s build time and compiles them,
+#       with the TurboQuant runtime (registry, KV cache, C and C++ API), into
+#       <target>: an engine's own kernel set, with no libturboquant to link.
 #
 #   tq_generate_kernels(OUT_DIR <dir> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>]
 #                       SOURCES_VAR <var>)
+#       the generation step alone (this project's runtime/CMakeLists.txt uses it).
 #
 # Configure time: the generator lists the files it will write (per group) into
 # <dir>/generated-outputs.cmake, which is included here; no file(GLOB).
@@ -12,20 +19,43 @@
 # only what depends on it.  <var> receives every generated file (sources and
 # headers) to add to a target.
 
-find_package(Python3 3.9 REQUIRED COMPONENTS Interpreter)
-execute_process(COMMAND ${Python3_EXECUTABLE} -c "import jinja2"
-                RESULT_VARIABLE _tq_jinja2_missing OUTPUT_QUIET ERROR_QUIET)
-if(_tq_jinja2_missing)
-  message(FATAL_ERROR "The kernel generator needs Jinja2 for ${Python3_EXECUTABLE}: "
-                      "install it with `${Python3_EXECUTABLE} -m pip install jinja2` "
-                      "(or apt-get install python3-jinja2).")
+# The kit: generator, templates, runtime sources and public headers.  In the source
+# tree it is the tree itself; TurboQuantConfig.cmake points it at the installed copy.
+if(NOT TURBOQUANT_KIT_DIR)
+  set(TURBOQUANT_KIT_DIR "${CMAKE_CURRENT_LIST_DIR}/..")
+  set(TURBOQUANT_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../runtime/include")
+  set(TURBOQUANT_CODEBOOK_TOOL tq-codebook)
 endif()
+cmake_path(NORMAL_PATH TURBOQUANT_KIT_DIR)
+cmake_path(NORMAL_PATH TURBOQUANT_INCLUDE_DIR)
+# Global, so that the functions see them from any directory (add_subdirectory users).
+set_property(GLOBAL PROPERTY TURBOQUANT_KIT_DIR "${TURBOQUANT_KIT_DIR}")
+set_property(GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR "${TURBOQUANT_INCLUDE_DIR}")
+set_property(GLOBAL PROPERTY TURBOQUANT_CODEBOOK_TOOL "${TURBOQUANT_CODEBOOK_TOOL}")
+set(TQ_GENERATOR "${TURBOQUANT_KIT_DIR}/generator/generate.py")
+set(TQ_RUNTIME_SOURCE_NAMES fa_tq_attention.cpp fa_tq_cache.cpp fa_tq_checks.cpp fa_tq_state.cpp last_error.cpp
+                            registry.cpp registry_table.cpp turboquant.cpp)
+list(TRANSFORM TQ_RUNTIME_SOURCE_NAMES PREPEND "${TURBOQUANT_KIT_DIR}/runtime/src/" OUTPUT_VARIABLE TQ_RUNTIME_SOURCES)
+set_property(GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES "${TQ_RUNTIME_SOURCES}")
 
-set(TQ_GENERATOR "${CMAKE_CURRENT_LIST_DIR}/../generator/generate.py")
-cmake_path(NORMAL_PATH TQ_GENERATOR)
+# Python 3 with Jinja2 runs the generator; only builds that generate need it.
+macro(_tq_require_generator_python)
+  find_package(Python3 3.9 REQUIRED COMPONENTS Interpreter)
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import jinja2"
+                  RESULT_VARIABLE _tq_jinja2_missing OUTPUT_QUIET ERROR_QUIET)
+  if(_tq_jinja2_missing)
+    message(FATAL_ERROR "The kernel generator needs Jinja2 for ${Python3_EXECUTABLE}: "
+                        "install it with `${Python3_EXECUTABLE} -m pip install jinja2` "
+                        "(or apt-get install python3-jinja2).")
+  endif()
+endmacro()
 
 function(tq_generate_kernels)
   cmake_parse_arguments(ARG "" "OUT_DIR;SOURCES_VAR" "HEAD_DIMS;BITS;ISAS" ${ARGN})
+  _tq_require_generator_python()
+  get_property(kit GLOBAL PROPERTY TURBOQUANT_KIT_DIR)
+  get_property(codebook_tool GLOBAL PROPERTY TURBOQUANT_CODEBOOK_TOOL)
+  set(generator "${kit}/generator/generate.py")
   if(NOT ARG_ISAS)
     set(ARG_ISAS scalar)
   endif()
@@ -36,10 +66,11 @@ function(tq_generate_kernels)
   list(JOIN ARG_BITS "," bits)
   list(JOIN ARG_ISAS "," isas)
   set(generator_args --head-dims ${dims} --bits ${bits} --isas ${isas} --out-dir ${ARG_OUT_DIR})
+  file(MAKE_DIRECTORY ${ARG_OUT_DIR})
 
   set(list_file "${ARG_OUT_DIR}/generated-outputs.cmake")
   execute_process(
-    COMMAND ${Python3_EXECUTABLE} ${TQ_GENERATOR} ${generator_args} --list-outputs ${list_file}
+    COMMAND ${Python3_EXECUTABLE} ${generator} ${generator_args} --list-outputs ${list_file}
     RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(rc)
     message(FATAL_ERROR "TurboQuant kernel generator rejected the configuration:\n${err}")
@@ -56,8 +87,8 @@ function(tq_generate_kernels)
       add_custom_command(
         OUTPUT ${json}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${json_dir}
-        COMMAND tq-codebook --head-dim ${d} --bits ${b} --format json --output ${json}
-        DEPENDS tq-codebook
+        COMMAND ${codebook_tool} --head-dim ${d} --bits ${b} --format json --output ${json}
+        DEPENDS ${codebook_tool}
         COMMENT "Lloyd-Max codebook for head_dim ${d}, ${b} bits"
         VERBATIM)
       list(APPEND json_files ${json})
@@ -74,7 +105,7 @@ function(tq_generate_kernels)
     endif()
     add_custom_command(
       OUTPUT ${TQ_GENERATED_${group}_OUTPUTS}
-      COMMAND ${Python3_EXECUTABLE} ${TQ_GENERATOR} ${generator_args} --group ${group} ${extra_args}
+      COMMAND ${Python3_EXECUTABLE} ${generator} ${generator_args} --group ${group} ${extra_args}
       DEPENDS ${TQ_GENERATOR_SOURCES} ${TQ_GENERATED_${group}_TEMPLATES} ${extra_deps}
       COMMENT "Generating TurboQuant ${group} files"
       VERBATIM)
@@ -92,4 +123,29 @@ function(tq_generate_kernels)
   set_source_files_properties(${TQ_GENERATED_SOURCES_avx512} PROPERTIES
     COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma")
   set(${ARG_SOURCES_VAR} ${all_outputs} PARENT_SCOPE)
+endfunction()
+
+function(turboquant_generate_kernels target)
+  cmake_parse_arguments(ARG "" "" "HEAD_DIMS;BITS;ISAS" ${ARGN})
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "turboquant_generate_kernels: '${target}' is not a target")
+  endif()
+  if(NOT ARG_ISAS)
+    if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+      set(ARG_ISAS scalar avx2 avx512)
+    else()
+      set(ARG_ISAS scalar)
+    endif()
+  endif()
+  get_property(kit GLOBAL PROPERTY TURBOQUANT_KIT_DIR)
+  get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}-turboquant")
+  tq_generate_kernels(OUT_DIR ${out} HEAD_DIMS ${ARG_HEAD_DIMS} BITS ${ARG_BITS} ISAS ${ARG_ISAS}
+                      SOURCES_VAR generated)
+  get_property(runtime_sources GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES)
+  target_sources(${target} PRIVATE ${generated} ${runtime_sources})
+  target_include_directories(${target} PUBLIC ${include_dir} PRIVATE ${kit}/runtime ${kit}/runtime/src ${out})
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  # Byte-identical caches across ISAs: no multiply-add fusing (docs/kernels.md).
+  set_property(SOURCE ${generated} ${runtime_sources} APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
 endfunction()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -95,6 +96,20 @@ def list_outputs(env, outs: list[Output], codebook_bits: list[int], out_dir: Pat
         sources = [out_dir / o.path for o in outs if o.path.startswith(isa + "/") and o.path.endswith(".cpp")]
         lines.append(f'set(TQ_GENERATED_SOURCES_{isa} "{cmake_list(sources)}")')
     write_if_changed(cmake_file, "\n".join(lines) + "\n")
+
+
+def generate_with_codebooks(tq_codebook: str, cfg: Config, out_dir: Path) -> None:
+    """Every file of cfg into out_dir, running tq_codebook for the codebooks it
+    needs (the build does the same in CMake, one command per file)."""
+    json_dir = out_dir.parent / f"{out_dir.name}-codebook-json"
+    json_dir.mkdir(parents=True, exist_ok=True)
+    for d in cfg.head_dims:
+        for b in cfg.codebook_bits():
+            subprocess.run([tq_codebook, "--head-dim", str(d), "--bits", str(b), "--format", "json",
+                            "--output", str(json_dir / f"codebook-d{d}-b{b}.json")], check=True)
+    env = make_environment()
+    for out in outputs(cfg):
+        write_if_changed(out_dir / out.path, render(env, out, json_dir))
 
 
 def main(argv: list[str]) -> int:

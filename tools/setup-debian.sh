@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing TurboQuant needs on Debian 12, skipping
 # what is already there: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark,
-# Python 3 with Jinja2.
+# Python 3 with Jinja2, and pkg-config (the tests build a C consumer with it).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libboost-math-dev doctest-dev libbenchmark-dev python3)
+packages=(cmake ninja-build g++ libboost-math-dev doctest-dev libbenchmark-dev python3 pkgconf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -31,4 +31,4 @@ if ! python3 -c "import jinja2" 2>/dev/null; then
     python3 -m pip install --quiet jinja2
   fi
 fi
-echo "setup-debian.sh: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark and Jinja2 are installed"
+echo "setup-debian.sh: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark, pkg-config and Jinja2 are installed"

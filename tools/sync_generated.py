@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,20 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "generated"
 sys.path.insert(0, str(ROOT / "generator"))
+from generate import generate_with_codebooks  # noqa: E402
 from layout import Rate  # noqa: E402
 from variants import Config  # noqa: E402
 
 
 def generate(tq_codebook: str, dims: list[str], bits: list[str], isas: list[str], out: Path) -> None:
-    json_dir = out.parent / "codebook-json"
-    json_dir.mkdir(parents=True, exist_ok=True)
-    widths = Config(tuple(int(d) for d in dims), tuple(Rate.parse(b) for b in bits), tuple(isas)).codebook_bits()
-    for d in dims:
-        for b in map(str, widths):  # the whole bit widths the rates use
-            subprocess.run([tq_codebook, "--head-dim", d, "--bits", b, "--format", "json",
-                            "--output", str(json_dir / f"codebook-d{d}-b{b}.json")], check=True)
-    subprocess.run([sys.executable, str(ROOT / "generator" / "generate.py"), "--head-dims", ",".join(dims),
-                    "--bits", ",".join(bits), "--isas", ",".join(isas), "--codebook-dir", str(json_dir), "--out-dir", str(out)], check=True)
+    cfg = Config(tuple(int(d) for d in dims), tuple(Rate.parse(b) for b in bits), tuple(isas))
+    generate_with_codebooks(tq_codebook, cfg, out)
 
 
 def differences(expected: Path, actual: Path) -> list[str]:
