@@ -34,7 +34,7 @@ void fill(std::vector<float>& v, std::uint64_t seed) {
     }
 }
 
-const tq_kernels& kernels(const std::string& isa, int kb, int vb) {
+const tq_kernels& kernels(const std::string& isa, float kb, float vb) {
     const tq_kernels* k = nullptr;
     if (tq_find_isa(isa.c_str(), kDim, kb, vb, &k) != TQ_OK) throw std::runtime_error(tq_last_error());
     return *k;

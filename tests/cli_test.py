@@ -49,6 +49,29 @@ def main() -> int:
     expect_error([a.tq, "frobnicate"], "unknown command")
     expect_error([a.tq, "demo", "--vectors", "-3"], "usage: tq demo")
 
+    # tq list / codebook / show: --help, JSON that parses, the kernels they name exist.
+    for sub in ("demo", "list", "codebook", "show"):
+        r = run([a.tq, sub, "--help"])
+        if r.returncode or f"usage: tq {sub}" not in r.stdout:
+            failures.append(f"tq {sub} --help: rc={r.returncode}")
+    listing = json.loads(run([a.tq, "list", "--json"]).stdout)
+    kernels = listing["kernels"]
+    if not kernels or not any(k["picked"] for k in kernels) or listing["picked_isa"] not in {i["name"] for i in listing["isas"]}:
+        failures.append("tq list --json: no kernels, or none picked")
+    for k in kernels[:: max(1, len(kernels) // 25)]:  # a sample of every kind
+        r = run([a.tq, "show", k["name"]])
+        if r.returncode or f"Variant:   {k['name']}" not in r.stdout and k["kernel"] not in ("unrotate", "unpack"):
+            failures.append(f"tq show {k['name']}: rc={r.returncode} or no banner naming it")
+    cb_tq = json.loads(run([a.tq, "codebook", "--head-dim", "128", "--bits", "3", "--json"]).stdout)
+    if cb_tq["centroids"] != cb["centroids"]:
+        failures.append("tq codebook --json differs from tq-codebook")
+    expect_error([a.tq, "codebook", "--head-dim", "128"], "--head-dim and --bits are required")
+    expect_error([a.tq, "codebook", "--head-dim", "128", "--bits", "9"], "--bits needs an integer in [1, 8]")
+    expect_error([a.tq, "list", "--frob"], "unknown option '--frob'")
+    expect_error([a.tq, "show"], "which kernel?")
+    expect_error([a.tq, "show", "tq_nothing"], "is not a kernel name")
+    expect_error([a.tq, "show", "tq_score_d72_b3__avx512"], "not compiled into this build")
+
     with tempfile.TemporaryDirectory() as tmp:
         gen = [sys.executable, a.generator, "--out-dir", tmp]
         expect_error(gen + ["--head-dims", "100", "--bits", "2"], "head dim 100 is not supported")

@@ -10,6 +10,13 @@ namespace tq::cli {
 // against FP32; norm vs least-squares scale; then every compiled variant's codec.
 int demo(int argc, char** argv);
 
+// `tq list`: every compiled kernel and the ISA picked on this CPU.
+int list(int argc, char** argv);
+// `tq codebook`: the Lloyd-Max codebook of a (head dim, bits).
+int codebook(int argc, char** argv);
+// `tq show`: a generated kernel's source.
+int show(int argc, char** argv);
+
 // The per-variant codec table: bytes, round-trip MSE vs theory, ns per call.
 void print_variant_table(int vectors, std::uint64_t seed);
 

@@ -8,7 +8,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: tq <command> [options]\n"
     "commands:\n"
-    "  demo    compress random vectors with every compiled variant and print the figures\n"
+    "  demo      a KV cache from synthetic activations: bytes, fidelity and speed vs FP32\n"
+    "  list      every compiled kernel, and the ISA picked on this CPU\n"
+    "  codebook  the Lloyd-Max codebook of a head dim and bit width\n"
+    "  show      the generated source of one kernel\n"
     "run `tq <command> --help` for a command's options\n";
 }
 
@@ -18,6 +21,9 @@ int main(int argc, char** argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!std::strcmp(argv[1], "demo")) return tq::cli::demo(argc - 1, argv + 1);
+    if (!std::strcmp(argv[1], "list")) return tq::cli::list(argc - 1, argv + 1);
+    if (!std::strcmp(argv[1], "codebook")) return tq::cli::codebook(argc - 1, argv + 1);
+    if (!std::strcmp(argv[1], "show")) return tq::cli::show(argc - 1, argv + 1);
     std::fprintf(stderr, "tq: unknown command '%s'\n%s", argv[1], kUsage);
     return 2;
 }

@@ -215,6 +215,11 @@ int tq_find_isa(const char* isa, int head_dim, float key_bits, float value_bits,
 
 int tq_isa_available(const char* isa) { return tq::usable(tq::isa_index(isa)) ? 1 : 0; }
 
+int tq_isa_compiled(const char* isa) {
+    const int index = tq::isa_index(isa);
+    return index >= 0 && tq::compiled(index) ? 1 : 0;
+}
+
 const char* tq_active_isa(void) { return tq::kIsaPreference[tq::active_index().load()]; }
 
 int tq_set_isa(const char* isa) {

@@ -28,6 +28,8 @@ const char* tq_active_isa(void);
 int tq_set_isa(const char* isa);
 /* 1 if `isa` is in this build and runs on this CPU, else 0. */
 int tq_isa_available(const char* isa);
+/* 1 if `isa`'s kernels are in this build (whether or not this CPU runs them), else 0. */
+int tq_isa_compiled(const char* isa);
 /* tq_find for a given ISA, whatever the active one. */
 int tq_find_isa(const char* isa, int head_dim, float key_bits, float value_bits, const tq_kernels** out);
 
