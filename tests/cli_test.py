@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
+import struct
 import subprocess
 import sys
 import tempfile
@@ -21,6 +23,51 @@ def expect_error(cmd: list[str], needle: str) -> None:
     first = (r.stderr.strip().splitlines() or [""])[0]
     if r.returncode == 0 or needle not in r.stderr:
         failures.append(f"{' '.join(cmd)}: expected failure mentioning '{needle}', got rc={r.returncode} '{first}'")
+
+
+def save_npy(path: str, shape: tuple, data: list, dtype: str = "<f4", truncate: int = 0) -> None:
+    """A .npy file written from the format's description (no NumPy needed)."""
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (dtype, ", ".join(map(str, shape)) + ("," if len(shape) == 1 else ""))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    body = struct.pack({"<f4": "<%df", "<f2": "<%de", "<f8": "<%dd"}[dtype] % len(data), *data)
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + body[:len(body) - truncate])
+
+
+def check_eval(tq: str, head_dim: int, bits: float, tmp: str) -> None:
+    rng = random.Random(1)
+    tokens, heads = 64, 2
+    values = [rng.gauss(0, 1) for _ in range(tokens * heads * head_dim)]
+    keys = [rng.gauss(0, 1) for _ in range(tokens * heads * head_dim)]
+    path = lambda name: f"{tmp}/{name}.npy"
+    save_npy(path("k"), (tokens, heads, head_dim), keys)
+    save_npy(path("v16"), (tokens, heads, head_dim), values, "<f2")
+    save_npy(path("q"), (3, 2 * heads, head_dim), keys[: 3 * 2 * heads * head_dim])
+    r = run([tq, "eval", "--keys", path("k"), "--values", path("v16"), "--queries", path("q"), "--k-bits", str(bits),
+             "--v-bits", str(bits), "--json"])
+    try:
+        configs = json.loads(r.stdout)["configs"]
+        if len(configs) != 1 or not all(0.5 < c["attention_cosine_mean"] <= 1 and 0 < c["key_mse"] < 0.5 for c in configs):
+            failures.append(f"tq eval --json: implausible figures {configs}")
+    except (ValueError, KeyError):
+        failures.append(f"tq eval --json: rc={r.returncode}, not the documented JSON: {r.stderr.strip()}")
+    save_npy(path("f8"), (tokens, heads, head_dim), values, "<f8")
+    save_npy(path("cut"), (tokens, heads, head_dim), values, truncate=5)
+    save_npy(path("flat"), (tokens * heads, head_dim), values)
+    save_npy(path("short"), (tokens - 1, heads, head_dim), values[: (tokens - 1) * heads * head_dim])
+    save_npy(path("nan"), (tokens, heads, head_dim), [float("nan")] + values[1:])
+    with open(path("text"), "w") as f:
+        f.write("not numpy")
+    base = [tq, "eval", "--keys", path("k"), "--values"]
+    expect_error(base + [path("f8")], "dtype <f8")
+    expect_error(base + [path("cut")], "(truncated)")
+    expect_error(base + [path("flat")], "shape must be [tokens, heads, head_dim]")
+    expect_error(base + [path("short")], "keys and values differ in shape")
+    expect_error(base + [path("nan")], "holds NaN or Inf")
+    expect_error(base + [path("text")], "not a .npy file")
+    expect_error(base + [path("missing")], "cannot open")
+    expect_error(base + [path("v16"), "--k-bits", "4"], "give both --k-bits and --v-bits")
+    expect_error(base + [path("v16"), "--k-bits", "4", "--v-bits", "3.3"], "steps of 1/8")
 
 
 def main() -> int:
@@ -50,7 +97,7 @@ def main() -> int:
     expect_error([a.tq, "demo", "--vectors", "-3"], "usage: tq demo")
 
     # tq list / codebook / show: --help, JSON that parses, the kernels they name exist.
-    for sub in ("demo", "list", "codebook", "show"):
+    for sub in ("demo", "list", "codebook", "show", "eval"):
         r = run([a.tq, sub, "--help"])
         if r.returncode or f"usage: tq {sub}" not in r.stdout:
             failures.append(f"tq {sub} --help: rc={r.returncode}")
@@ -71,6 +118,9 @@ def main() -> int:
     expect_error([a.tq, "show"], "which kernel?")
     expect_error([a.tq, "show", "tq_nothing"], "is not a kernel name")
     expect_error([a.tq, "show", "tq_score_d72_b3__avx512"], "not compiled into this build")
+    with tempfile.TemporaryDirectory() as tmp:
+        first = next(k for k in kernels if k["bits"] is not None)
+        check_eval(a.tq, first["head_dim"], first["bits"], tmp)
 
     with tempfile.TemporaryDirectory() as tmp:
         gen = [sys.executable, a.generator, "--out-dir", tmp]

@@ -16,6 +16,8 @@ int list(int argc, char** argv);
 int codebook(int argc, char** argv);
 // `tq show`: a generated kernel's source.
 int show(int argc, char** argv);
+// `tq eval`: fidelity on the user's own activations (.npy).
+int eval(int argc, char** argv);
 
 // The per-variant codec table: bytes, round-trip MSE vs theory, ns per call.
 void print_variant_table(int vectors, std::uint64_t seed);
