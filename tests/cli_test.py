@@ -97,7 +97,7 @@ def main() -> int:
     expect_error([a.tq, "demo", "--vectors", "-3"], "usage: tq demo")
 
     # tq list / codebook / show: --help, JSON that parses, the kernels they name exist.
-    for sub in ("demo", "list", "codebook", "show", "eval"):
+    for sub in ("demo", "list", "codebook", "show", "bench", "eval"):
         r = run([a.tq, sub, "--help"])
         if r.returncode or f"usage: tq {sub}" not in r.stdout:
             failures.append(f"tq {sub} --help: rc={r.returncode}")
@@ -118,6 +118,18 @@ def main() -> int:
     expect_error([a.tq, "show"], "which kernel?")
     expect_error([a.tq, "show", "tq_nothing"], "is not a kernel name")
     expect_error([a.tq, "show", "tq_score_d72_b3__avx512"], "not compiled into this build")
+    score = next(k for k in kernels if k["kernel"] == "score")
+    r = run([a.tq, "bench", score["name"], "--seconds", "0.001", "--json"])
+    try:
+        rows = json.loads(r.stdout)
+        if len(rows) != 1 or not all(rows[0][f] > 0 for f in ("rotate_ns", "encode_ns", "score_ns_per_key", "fp32_dot_ns_per_key")):
+            failures.append(f"tq bench --json: implausible {rows}")
+    except ValueError:
+        failures.append(f"tq bench --json: rc={r.returncode}, not JSON: {r.stderr.strip()}")
+    expect_error([a.tq, "bench", "tq_rotate_d64__scalar"], "is not a per-bits kernel name")
+    expect_error([a.tq, "bench", "--seconds", "0"], "--seconds must be in (0, 10]")
+    expect_error([a.tq, "bench", "--isa", "neon"], "no such ISA runs here")
+    expect_error([a.tq, "bench", "tq_score_d72_b3__scalar"], "not compiled into this build")
     with tempfile.TemporaryDirectory() as tmp:
         first = next(k for k in kernels if k["bits"] is not None)
         check_eval(a.tq, first["head_dim"], first["bits"], tmp)

@@ -16,6 +16,8 @@ int list(int argc, char** argv);
 int codebook(int argc, char** argv);
 // `tq show`: a generated kernel's source.
 int show(int argc, char** argv);
+// `tq bench`: ns per call of every variant and ISA, with the baselines.
+int bench(int argc, char** argv);
 // `tq eval`: fidelity on the user's own activations (.npy).
 int eval(int argc, char** argv);
 

@@ -12,6 +12,7 @@ constexpr const char* kUsage =
     "  list      every compiled kernel, and the ISA picked on this CPU\n"
     "  codebook  the Lloyd-Max codebook of a head dim and bit width\n"
     "  show      the generated source of one kernel\n"
+    "  bench     ns per call of every variant and ISA, next to the baselines\n"
     "  eval      fidelity on your own activations (.npy keys, values, queries)\n"
     "run `tq <command> --help` for a command's options\n";
 }
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[1], "codebook")) return tq::cli::codebook(argc - 1, argv + 1);
     if (!std::strcmp(argv[1], "show")) return tq::cli::show(argc - 1, argv + 1);
     if (!std::strcmp(argv[1], "eval")) return tq::cli::eval(argc - 1, argv + 1);
+    if (!std::strcmp(argv[1], "bench")) return tq::cli::bench(argc - 1, argv + 1);
     std::fprintf(stderr, "tq: unknown command '%s'\n%s", argv[1], kUsage);
     return 2;
 }
