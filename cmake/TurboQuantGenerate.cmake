@@ -1,13 +1,14 @@
 # Kernel generation wired into the build, for this project and for engines that
 # embed it (from this source tree or from the installed package).
 #
-#   turboquant_generate_kernels(<target> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>])
+#   turboquant_generate_kernels(<target> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>]
+#                               [SCORE_ACCUMULATORS <n>])
 #       generates exactly these variants at <target>'s build time and compiles them,
 #       with the TurboQuant runtime (registry, KV cache, C and C++ API), into
 #       <target>: an engine's own kernel set, with no libturboquant to link.
 #
 #   tq_generate_kernels(OUT_DIR <dir> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>]
-#                       SOURCES_VAR <var>)
+#                       [SCORE_ACCUMULATORS <n>] SOURCES_VAR <var>)
 #       the generation step alone (this project's runtime/CMakeLists.txt uses it).
 #
 # Configure time: the generator lists the files it will write (per group) into
@@ -51,8 +52,11 @@ macro(_tq_require_generator_python)
 endmacro()
 
 function(tq_generate_kernels)
-  cmake_parse_arguments(ARG "" "OUT_DIR;SOURCES_VAR" "HEAD_DIMS;BITS;ISAS" ${ARGN})
+  cmake_parse_arguments(ARG "" "OUT_DIR;SOURCES_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
   _tq_require_generator_python()
+  if(NOT ARG_SCORE_ACCUMULATORS)
+    set(ARG_SCORE_ACCUMULATORS 2)
+  endif()
   get_property(kit GLOBAL PROPERTY TURBOQUANT_KIT_DIR)
   get_property(codebook_tool GLOBAL PROPERTY TURBOQUANT_CODEBOOK_TOOL)
   set(generator "${kit}/generator/generate.py")
@@ -65,7 +69,8 @@ function(tq_generate_kernels)
   list(JOIN ARG_HEAD_DIMS "," dims)
   list(JOIN ARG_BITS "," bits)
   list(JOIN ARG_ISAS "," isas)
-  set(generator_args --head-dims ${dims} --bits ${bits} --isas ${isas} --out-dir ${ARG_OUT_DIR})
+  set(generator_args --head-dims ${dims} --bits ${bits} --isas ${isas}
+                     --score-accumulators ${ARG_SCORE_ACCUMULATORS} --out-dir ${ARG_OUT_DIR})
   file(MAKE_DIRECTORY ${ARG_OUT_DIR})
 
   set(list_file "${ARG_OUT_DIR}/generated-outputs.cmake")
@@ -126,7 +131,7 @@ function(tq_generate_kernels)
 endfunction()
 
 function(turboquant_generate_kernels target)
-  cmake_parse_arguments(ARG "" "" "HEAD_DIMS;BITS;ISAS" ${ARGN})
+  cmake_parse_arguments(ARG "" "SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
   if(NOT TARGET ${target})
     message(FATAL_ERROR "turboquant_generate_kernels: '${target}' is not a target")
   endif()
@@ -141,7 +146,7 @@ function(turboquant_generate_kernels target)
   get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}-turboquant")
   tq_generate_kernels(OUT_DIR ${out} HEAD_DIMS ${ARG_HEAD_DIMS} BITS ${ARG_BITS} ISAS ${ARG_ISAS}
-                      SOURCES_VAR generated)
+                      SCORE_ACCUMULATORS ${ARG_SCORE_ACCUMULATORS} SOURCES_VAR generated)
   get_property(runtime_sources GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES)
   target_sources(${target} PRIVATE ${generated} ${runtime_sources})
   target_include_directories(${target} PUBLIC ${include_dir} PRIVATE ${kit}/runtime ${kit}/runtime/src ${out})

@@ -43,6 +43,7 @@ def make_environment() -> jinja2.Environment:
         simd_lookup=cxx.simd_lookup,
         scalar_dense_stmts=hadamard.scalar_dense_stmts,
         simd_dense_stmts=hadamard.simd_dense_stmts,
+        simd_sum=hadamard.simd_sum,
         segment_index=segment_index,
         simd_pack_stmts=cxx.simd_pack_stmts,
         dword_lanes=cxx.dword_lanes,

@@ -118,6 +118,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--bits", type=rate_list, default=(),
                     help="bit rates in 1..8, whole or in steps of 1/8 (e.g. 2,3,3.5,4)")
     ap.add_argument("--isas", type=name_list, default=ISAS, help=f"subset of {','.join(ISAS)}")
+    ap.add_argument("--score-accumulators", type=int, default=2,
+                    help="tuning: partial sums per key in the SIMD score kernels (1, 2, 4, 8; default 2)")
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--codebook-dir", type=Path, help="folder of tq-codebook JSON files")
     ap.add_argument("--group", action="append", help="render only this group (repeatable)")
@@ -125,7 +127,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
 
     try:
-        cfg = Config(head_dims=args.head_dims, bits=args.bits, isas=args.isas)
+        cfg = Config(head_dims=args.head_dims, bits=args.bits, isas=args.isas,
+                     score_accumulators=args.score_accumulators)
     except ValueError as e:
         ap.error(str(e))
     env = make_environment()

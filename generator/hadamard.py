@@ -132,6 +132,12 @@ def _pairwise(leaves: list[tuple[str, bool]], neg, add, sub) -> str:
     return neg(expr) if negated else expr
 
 
+def simd_sum(prefix: str, count: int) -> str:
+    """Registers prefix0..prefix<count-1> added pairwise (add(add(a0, a1), add(a2, a3)))."""
+    return _pairwise([(f"{prefix}{i}", False) for i in range(count)], lambda x: x,
+                     lambda x, y: f"add({x}, {y})", lambda x, y: f"sub({x}, {y})")
+
+
 def scalar_dense_stmts(rot: Rotation, tmp: str, out: str, transpose: bool) -> list[str]:
     """Statements applying each dense stage to float out[d] in place (through
     float tmp[d]).  Output a of a stage sums ±inputs a' = 0..m-1 in the order of

@@ -43,6 +43,7 @@ class Config:
     head_dims: tuple[int, ...]
     bits: tuple[Rate, ...]
     isas: tuple[str, ...] = ISAS
+    score_accumulators: int = 2  # tuning: partial sums per key in the SIMD score kernels
 
     def __post_init__(self):
         for d in self.head_dims:
@@ -52,6 +53,8 @@ class Config:
         for isa in self.isas:
             if isa not in ISAS:
                 raise ValueError(f"ISA '{isa}' is not supported: allowed {', '.join(ISAS)}")
+        if self.score_accumulators not in (1, 2, 4, 8):
+            raise ValueError(f"score accumulators {self.score_accumulators} is not supported: allowed 1, 2, 4, 8")
         if not self.head_dims or "scalar" not in self.isas:
             raise ValueError("need at least one head dim, and the scalar ISA (the portable fallback)")
 
@@ -62,7 +65,8 @@ class Config:
     def args(self) -> str:
         def join(xs):
             return ",".join(str(x) for x in xs)
-        return f"--head-dims {join(self.head_dims)} --bits {join(self.bits)} --isas {join(self.isas)}"
+        knob = f" --score-accumulators {self.score_accumulators}" if self.score_accumulators != 2 else ""
+        return f"--head-dims {join(self.head_dims)} --bits {join(self.bits)} --isas {join(self.isas)}{knob}"
 
 
 @dataclass(frozen=True)
@@ -135,12 +139,15 @@ def outputs(cfg: Config) -> list[Output]:
                     lanes = LANES[isa]
                     ctx = rotation_context(d, isa)
                     ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
+                               score_accumulators=cfg.score_accumulators,
                                read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
                                needs_level_array=needs_level_array(d, rate, lanes),
                                name=kernel_name(kernel, d, rate, isa), ops=bit_kernel_ops(kernel, d, rate),
                                unpack_name=kernel_name("unpack", d, rate, isa))
+                    knob = (f" --score-accumulators {cfg.score_accumulators}"
+                            if kernel == "score" and cfg.score_accumulators != 2 else "")
                     outs.append(Output(kernel, f"{isa}/{kernel}-d{d}-b{rate}-{isa}.cpp", f"{family}/{kernel}.cpp.j2",
-                                       ctx, f"--head-dims {d} --bits {rate} --isas {isa}"))
+                                       ctx, f"--head-dims {d} --bits {rate} --isas {isa}{knob}"))
     return outs
 
 

@@ -55,6 +55,7 @@ void tq_score_d128_b4__avx2(const float* q, const uint8_t* codes, const float* s
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);

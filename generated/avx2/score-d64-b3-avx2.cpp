@@ -26,6 +26,7 @@ void tq_score_d64_b3__avx2(const float* q, const uint8_t* codes, const float* sc
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 16)))), a0);
         a1 = fmadd(q1, centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<1, 1>(p + 16)))), a1);

@@ -28,6 +28,7 @@ void tq_score_d160_b3__avx512(const float* q, const uint8_t* codes, const float*
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 1920);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 40)))), a0);
         a1 = fmadd(q1, centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(blend<0xfff0>(field<0, 1, -12>(p + 44), field<1, 1>(p + 36))))), a1);

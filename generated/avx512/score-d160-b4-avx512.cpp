@@ -28,6 +28,7 @@ void tq_score_d160_b4__avx512(const float* q, const uint8_t* codes, const float*
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 2560);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids0.lookup(field<0, 15>(p + 0)), a0);
         a1 = fmadd(q1, centroids0.lookup(field<0, 15>(p + 16)), a1);

@@ -55,6 +55,7 @@ void tq_score_d256_b4__avx512(const float* q, const uint8_t* codes, const float*
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 64);

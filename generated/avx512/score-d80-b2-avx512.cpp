@@ -23,6 +23,7 @@ void tq_score_d80_b2__avx512(const float* q, const uint8_t* codes, const float* 
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 640);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids0.lookup(field<0, 3>(p + 0)), a0);
         a1 = fmadd(q1, centroids0.lookup(blend<0xfff0>(field<0, 3, -12>(p + 4), field<2, 3, 4>(p + 0))), a1);

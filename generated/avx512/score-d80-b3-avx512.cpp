@@ -23,6 +23,7 @@ void tq_score_d80_b3__avx512(const float* q, const uint8_t* codes, const float* 
     // The sum of one key's products, still spread over the lanes.
     auto key_sum = [&](const uint8_t* p) {
         prefetch(p, 960);  // the hardware prefetcher alone leaves L3 latency exposed
+        // 2 partial sums per key (generator option --score-accumulators: latency vs registers)
         V a0 = zero(), a1 = zero();
         a0 = fmadd(q0, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(blend<0xfc00>(field<0, 1, -6>(p + 14), field<1, 1>(p + 10))))), a0);
         a1 = fmadd(q1, centroids0.lookup(or_(blend<0xfff0>(field<0, 3, -2>(p + 14), field<2, 3, 4>(p + 0)), shl<2>(blend<0xc000>(blend<0x3ff0>(field<1, 1, -12>(p + 14), field<2, 1, -2>(p + 14)), field<3, 1>(p + 6))))), a1);
