@@ -17,7 +17,7 @@ install(DIRECTORY runtime/include/turboquant DESTINATION ${CMAKE_INSTALL_INCLUDE
 install(EXPORT TurboQuantTargets NAMESPACE TurboQuant:: DESTINATION ${TQ_CMAKE_INSTALL_DIR})
 
 install(DIRECTORY generator/ DESTINATION ${TQ_KIT_INSTALL_DIR}/generator FILES_MATCHING PATTERN "*.py"
-        PATTERN "__pycache__" EXCLUDE)
+        PATTERN "__pycache__" EXCLUDE PATTERN "export.py" EXCLUDE)  # export runs from a source tree
 install(DIRECTORY templates DESTINATION ${TQ_KIT_INSTALL_DIR})
 install(DIRECTORY runtime/isa runtime/src DESTINATION ${TQ_KIT_INSTALL_DIR}/runtime)
 install(FILES cmake/TurboQuantGenerate.cmake DESTINATION ${TQ_CMAKE_INSTALL_DIR})
@@ -31,5 +31,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/TurboQuantConfigVersion.c
 install(FILES ${PROJECT_BINARY_DIR}/TurboQuantConfig.cmake ${PROJECT_BINARY_DIR}/TurboQuantConfigVersion.cmake
         DESTINATION ${TQ_CMAKE_INSTALL_DIR})
 
+# Relocatable: the prefix is found from the .pc file's own place (cmake --install --prefix).
+file(RELATIVE_PATH TQ_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(cmake/turboquant.pc.in ${PROJECT_BINARY_DIR}/turboquant.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/turboquant.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

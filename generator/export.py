@@ -78,10 +78,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--head-dims", type=int_list, required=True)
     ap.add_argument("--bits", type=rate_list, required=True)
     ap.add_argument("--isas", type=name_list, default=ISAS)
+    ap.add_argument("--score-accumulators", type=int, default=2, help="tuning (docs/tuning.md)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     try:
-        cfg = Config(head_dims=args.head_dims, bits=args.bits, isas=args.isas)
+        cfg = Config(head_dims=args.head_dims, bits=args.bits, isas=args.isas,
+                     score_accumulators=args.score_accumulators)
     except ValueError as e:
         ap.error(str(e))
     if args.out.exists() and any(args.out.iterdir()):

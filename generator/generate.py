@@ -82,7 +82,7 @@ def cmake_list(items) -> str:
 
 
 def list_outputs(env, outs: list[Output], codebook_bits: list[int], out_dir: Path, cmake_file: Path) -> None:
-    generator_sources = sorted(str(p) for p in GENERATOR_DIR.glob("*.py"))
+    generator_sources = sorted(str(p) for p in GENERATOR_DIR.glob("*.py") if p.name != "export.py")
     lines = ["# Written by generator/generate.py --list-outputs; do not edit.",
              f'set(TQ_GENERATOR_SOURCES "{cmake_list(generator_sources)}")',
              f'set(TQ_GENERATED_GROUPS "{cmake_list(groups(outs))}")',

@@ -152,7 +152,7 @@ def main() -> int:
         failures.append(f"tq bench --json: rc={r.returncode}, not JSON: {r.stderr.strip()}")
     expect_error([a.tq, "bench", "tq_rotate_d64__scalar"], "is not a per-bits kernel name")
     expect_error([a.tq, "bench", "--seconds", "0"], "--seconds must be in (0, 10]")
-    expect_error([a.tq, "bench", "--isa", "neon"], "no such ISA runs here")
+    expect_error([a.tq, "bench", "--isa", "neon"], "is not in this build or does not run here")
     expect_error([a.tq, "bench", "tq_score_d72_b3__scalar"], "not compiled into this build")
     check_real_activations(a.tq, kernels)
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "  rotate, encode and decode per vector, score per key and accumulate per value over 4096\n"
     "  cache-resident vectors (with GB/s of packed bytes read), next to the baselines of tq-bench:\n"
     "  the spec's naive rotation (powers of two) and FP32 dot products over the same keys\n"
-    "  uncompressed. KERNEL (a name from tq list) times that variant only. Best of 3 runs of about\n"
+    "  uncompressed. KERNEL (a name from tq list) times that variant's kernels only. Best of 3 runs of about\n"
     "  S seconds each (default 0.02); the machine's noise applies, compare ratios.\n";
 constexpr std::size_t kKeys = 4096;
 
@@ -105,7 +105,11 @@ int bench(int argc, char** argv) {
     std::vector<std::string> isas;
     for (const auto& isa : available_isas())
         if ((!args.has("--isa") || isa == args.value("--isa")) && (!only || only->isa == isa)) isas.push_back(isa);
-    if (isas.empty()) args.fail("no such ISA runs here: " + (only ? only->isa : args.value("--isa")));
+    if (isas.empty()) {
+        std::fprintf(stderr, "tq bench: ISA %s is not in this build or does not run here\n",
+                     (only ? only->isa : args.value("--isa")).c_str());
+        return 1;
+    }
 
     std::vector<Row> rows;
     for (const auto& isa : isas)

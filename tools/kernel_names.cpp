@@ -36,7 +36,7 @@ std::string kernel_file(const KernelRef& k) {
 }
 
 std::optional<KernelRef> parse_kernel_name(const std::string& name) {
-    static const std::regex re(R"(tq_([a-z]+)_d([0-9]+)(?:_b([0-9]+)(?:_([0-9]+))?)?__([a-z0-9]+))");
+    static const std::regex re(R"(tq_([a-z]+)_d([0-9]{1,5})(?:_b([0-9])(?:_([0-9]{1,3}))?)?__([a-z0-9]+))");
     std::smatch m;
     if (!std::regex_match(name, m, re)) return std::nullopt;
     KernelRef k{m[1], std::atoi(m[2].str().c_str()), 0, m[5]};

@@ -37,6 +37,7 @@ NpyArray read_npy(const std::string& path) {
                       std::size_t(static_cast<unsigned char>(bytes[11])) << 24;
         offset = 12;
     }
+    if (header_len > 10000) throw NpyError(path + ": header of " + std::to_string(header_len) + " bytes (NumPy writes < 10000)");
     if (bytes.size() < offset + header_len) throw NpyError(path + ": truncated header");
     const std::string header = bytes.substr(offset, header_len);
     offset += header_len;
@@ -53,11 +54,13 @@ NpyArray read_npy(const std::string& path) {
         throw NpyError(path + ": header has no shape");
     NpyArray a;
     const std::string dims = m[1];
+    if (!std::regex_match(dims, std::regex(R"(\s*(\d{1,12}\s*,\s*)*(\d{1,12}\s*,?\s*)?)")))
+        throw NpyError(path + ": shape (" + dims.substr(0, 40) + ") is not a tuple of sizes");
     const std::regex number(R"(\d+)");
     std::size_t count = 1;
     for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
-        const std::size_t n = std::stoull(it->str());
-        if (n > (std::size_t(1) << 40) / (count ? count : 1)) throw NpyError(path + ": shape too large");
+        const std::size_t n = std::stoull(it->str());  // at most 12 digits: no overflow
+        if (n && count > (std::size_t(1) << 36) / n) throw NpyError(path + ": shape too large");
         a.shape.push_back(n);
         count *= n;
     }

@@ -6,7 +6,7 @@ temporary folder and run (CTest labels them `consumer`):
                                                              (static, shared, turboquant_generate_kernels)
     run.py add_subdirectory --source ROOT ...                 vendor the source tree
     run.py export           --source ROOT --build BUILD ...  generator/export.py, then plain g++
-    run.py c                --source ROOT --build BUILD ...  a C program, the installed library, pkg-config
+    run.py c                --source ROOT --build BUILD ...  a C program, the installed shared library, pkg-config
 
 --head-dim/--key-bits/--value-bits name a variant the installed build has.
 """
@@ -57,6 +57,7 @@ def main() -> int:
     ap.add_argument("--head-dim", default="128")
     ap.add_argument("--key-bits", default="4")
     ap.add_argument("--value-bits", default="2")
+    ap.add_argument("--libdir", default="lib", help="CMAKE_INSTALL_LIBDIR of the build")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix=f"tq-consumer-{a.path}-") as tmp:
         work = Path(tmp)
@@ -73,11 +74,11 @@ def main() -> int:
         elif a.path == "c":
             prefix = work / "prefix"
             install(a.build, prefix)
-            env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
-            flags = run(["pkg-config", "--cflags", "--libs", "--static", "turboquant"], env=env).split()
+            env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / a.libdir / "pkgconfig"))
+            flags = run(["pkg-config", "--cflags", "--libs", "turboquant"], env=env).split()
             run(["cc", "-std=c11", "-O2", "-Wall", "-Werror", *variant_defs(a), HERE / "consumer.c", "-o",
                  work / "consumer_c", *flags])
-            run([work / "consumer_c"], env=dict(os.environ, LD_LIBRARY_PATH=str(prefix / "lib")))
+            run([work / "consumer_c"], env=dict(os.environ, LD_LIBRARY_PATH=str(prefix / a.libdir)))  # shared
         else:
             out = work / "export"
             run([sys.executable, a.source / "generator" / "export.py", "--tq-codebook", a.build / "codebooks" / "tq-codebook",
