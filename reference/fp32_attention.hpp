@@ -16,7 +16,7 @@ void fp32_attention(const float* q, int n_q_heads, const float* keys, const floa
 // <a, b> over d floats with 8 independent partial sums (vectorizable as written).
 float dot(const float* a, const float* b, int d);
 
-// Cosine similarity of two float vectors (1 for two zero vectors).
+// Cosine similarity of two float vectors (1 for two zero vectors, 0 if one is zero).
 double cosine(const float* a, const float* b, std::size_t n);
 
 }  // namespace tq::reference

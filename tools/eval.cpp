@@ -47,14 +47,6 @@ struct Result {
     double key_mse = 0, value_mse = 0, key_cos = 0, value_cos = 0, attn_cos = 0, attn_min = 1;
 };
 
-// Cosine of two vectors, defined where a norm is zero: 1 if both are, 0 if one is.
-double cosine(const float* a, const float* b, std::size_t n) {
-    double ab = 0, aa = 0, bb = 0;
-    for (std::size_t i = 0; i < n; ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-    if (aa == 0 || bb == 0) return aa == bb ? 1 : 0;
-    return ab / std::sqrt(aa * bb);
-}
-
 // Mean relative squared error and mean cosine of the decoded vectors.
 void fidelity(const std::vector<float>& x, const std::vector<float>& y, std::size_t d, double& mse, double& cos) {
     const std::size_t count = x.size() / d;
@@ -69,7 +61,7 @@ void fidelity(const std::vector<float>& x, const std::vector<float>& y, std::siz
         }
         if (n == 0) continue;  // an all-zero vector has no relative error
         mse += e / n;
-        cos += cosine(&x[i * d], &y[i * d], d);
+        cos += tq::reference::cosine(&x[i * d], &y[i * d], d);
         ++used;
     }
     if (!used) throw NpyError("every vector is zero: nothing to measure");
@@ -104,7 +96,7 @@ Result evaluate(const Tensor3& k, const Tensor3& v, const Tensor3& q, float kb, 
         tq::reference::fp32_attention(qi, int(q.heads), k.data.data(), v.data.data(), n, heads, d,
                                       1 / std::sqrt(float(d)), scratch.data(), want.data());
         for (std::size_t h = 0; h < q.heads; ++h) {
-            const double c = cosine(&out[h * q.d], &want[h * q.d], q.d);
+            const double c = tq::reference::cosine(&out[h * q.d], &want[h * q.d], q.d);
             r.attn_cos += c;
             r.attn_min = std::min(r.attn_min, c);
             ++rows;
