@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing TurboQuant needs on Debian 12, skipping
 # what is already there: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark,
-# Python 3 with Jinja2, and pkg-config (the tests build a C consumer with it).
+# Python 3 with Jinja2 and pip, and pkg-config (the tests build a C consumer with it).
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-math-dev doctest-dev libbenchmark-dev python3 pkgconf)
+# pip for Debian's own python3 (tools/setup-model.sh installs the test model with it)
+[ "$(command -v python3)" != /usr/bin/python3 ] || packages+=(python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,26 @@
+#include "engine.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace llama {
+
+std::unique_ptr<KvCache> make_cache(const Model& model, const KvConfig& kv, int max_positions, unsigned long long seed) {
+    if (max_positions > model.config().context)
+        throw std::invalid_argument(std::to_string(max_positions) + " positions exceed the model's context of " +
+                                    std::to_string(model.config().context));
+    auto shape = model.cache_shape(max_positions);
+    if (!kv.turboquant) return std::make_unique<Fp32Cache>(shape);
+    return std::make_unique<TurboQuantCache>(shape, kv.key_bits, kv.value_bits, seed);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace llama

@@ -1,0 +1,49 @@
+// A GGUF (v2/v3) reader for what a llama model needs: the metadata and the tensors.
+// The file is read into memory once; tensors point into it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace llama {
+
+// ggml tensor types this engine dequantizes (ggml.h numbering).
+enum class TensorType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q8_0 = 8 };
+
+struct Tensor {
+    std::string name;
+    std::vector<std::uint64_t> shape;  // shape[0] is the row length (ggml's ne[0])
+    std::uint32_t type = 0;
+    const std::uint8_t* data = nullptr;
+    std::uint64_t elements() const;
+};
+
+using Scalar = std::variant<std::uint64_t, std::int64_t, double, bool, std::string>;
+using Value = std::variant<Scalar, std::vector<Scalar>>;
+
+class GgufFile {
+public:
+    // Throws std::runtime_error naming the file and what is wrong (not GGUF, truncated, ...).
+    explicit GgufFile(const std::string& path);
+
+    const Tensor& tensor(const std::string& name) const;  // throws if absent
+    bool has_tensor(const std::string& name) const { return tensors_.count(name) != 0; }
+    const Value& value(const std::string& key) const;     // throws if absent
+    bool has(const std::string& key) const { return values_.count(key) != 0; }
+    std::uint64_t uint(const std::string& key) const;
+    double real(const std::string& key) const;
+    std::string string(const std::string& key) const;
+    std::vector<std::string> strings(const std::string& key) const;
+    std::vector<std::int64_t> ints(const std::string& key) const;
+
+private:
+    std::string path_;
+    std::vector<std::uint8_t> bytes_;
+    std::map<std::string, Value> values_;
+    std::map<std::string, Tensor> tensors_;
+};
+
+}  // namespace llama

@@ -1,0 +1,32 @@
+// tq-llama's command line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace llama {
+
+struct KvConfig {
+    bool turboquant = false;
+    float key_bits = 4, value_bits = 2;
+};
+
+struct Options {
+    std::string command, model, prompt, prompt_file, text, out;
+    int tokens = 64;       // generate: new tokens
+    int max_prompt = 0;    // generate: keep the prompt's first N tokens (0: all)
+    int window = 512;      // perplexity: tokens per window
+    int windows = 0;       // perplexity: windows from the text's start (0: as many as fit)
+    int limit = 0;         // tokenize: first N tokens (0: all)
+    int threads = 0;       // 0: every core
+    unsigned long long seed = 0;  // the TurboQuant rotation's seed
+    KvConfig kv;
+    std::vector<KvConfig> sweep;  // perplexity: FP32 plus these, side by side
+    bool ids = false;             // generate: also print the token ids
+};
+
+// Throws std::invalid_argument with a message naming the bad option.
+Options parse_options(int argc, char** argv);
+extern const char* const kUsage;
+
+}  // namespace llama

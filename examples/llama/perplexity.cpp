@@ -1,0 +1,96 @@
+// tq-llama perplexity: next-token log-likelihood of a text in fixed windows, each
+// window from an empty cache; with --sweep, FP32 and TurboQuant configs on the same
+// windows, compared position by position (KL divergence, top-1 agreement).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "engine.hpp"
+
+namespace llama {
+namespace {
+
+// log softmax of one row, in double.
+void log_softmax(const float* row, int n, std::vector<double>& out) {
+    double top = *std::max_element(row, row + n), sum = 0;
+    for (int i = 0; i < n; ++i) sum += std::exp(row[i] - top);
+    double log_z = top + std::log(sum);
+    out.resize(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) out[i] = row[i] - log_z;
+}
+
+struct Tally {
+    KvConfig kv;
+    std::size_t bytes_per_token = 0;
+    double nll = 0, kl = 0;
+    long predictions = 0, agree = 0;
+};
+
+}  // namespace
+
+int perplexity(const Options& o) {
+    Engine e(o);
+    auto tokens = e.tokenizer.encode(read_file(o.text));
+    int fit = static_cast<int>(tokens.size()) / o.window;
+    int windows = o.windows ? o.windows : fit;
+    if (windows < 1 || windows > fit)
+        throw std::invalid_argument(o.text + ": " + std::to_string(tokens.size()) + " tokens hold " + std::to_string(fit) +
+                                    " windows of " + std::to_string(o.window) + ", not " + std::to_string(windows));
+    std::vector<Tally> tallies{{o.sweep.empty() ? o.kv : KvConfig{}}};
+    for (const auto& kv : o.sweep) tallies.push_back({kv});
+    std::vector<std::unique_ptr<KvCache>> caches;
+    for (auto& t : tallies) {
+        caches.push_back(make_cache(e.model, t.kv, o.window, o.seed));
+        t.bytes_per_token = caches.back()->bytes_per_token();
+    }
+
+    int vocab = e.model.config().vocab;
+    std::vector<std::vector<double>> base(static_cast<std::size_t>(o.window));  // first config's log-probs
+    std::vector<double> lp;
+    for (int w = 0; w < windows; ++w) {
+        std::span<const std::int32_t> window(tokens.data() + static_cast<std::size_t>(w) * o.window, static_cast<std::size_t>(o.window));
+        for (std::size_t c = 0; c < tallies.size(); ++c) {
+            caches[c]->clear();
+            auto logits = e.model.forward(e.pool, window, 0, *caches[c], o.window);
+            for (int t = 0; t + 1 < o.window; ++t) {  // position t predicts token t + 1
+                const float* row = &logits[static_cast<std::size_t>(t) * vocab];
+                log_softmax(row, vocab, lp);
+                Tally& s = tallies[c];
+                s.nll -= lp[static_cast<std::size_t>(window[t + 1])];
+                ++s.predictions;
+                if (c == 0) {
+                    base[t] = lp;
+                    continue;
+                }
+                double kl = 0;
+                for (int i = 0; i < vocab; ++i) kl += std::exp(base[t][i]) * (base[t][i] - lp[i]);
+                s.kl += kl;
+                auto top = [&](const std::vector<double>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
+                s.agree += top(base[t]) == top(lp);
+            }
+        }
+        std::fprintf(stderr, "window %d/%d: perplexity %.4f\n", w + 1, windows,
+                     std::exp(tallies[0].nll / static_cast<double>(tallies[0].predictions)));
+    }
+
+    std::printf("%d windows of %d tokens (%ld predictions each) from %s\n\n", windows, o.window, tallies[0].predictions, o.text.c_str());
+    std::printf("| KV cache | bytes/token | perplexity | vs FP32 | mean KL | top-1 agreement |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    double base_ppl = std::exp(tallies[0].nll / static_cast<double>(tallies[0].predictions));
+    for (std::size_t c = 0; c < tallies.size(); ++c) {
+        const Tally& s = tallies[c];
+        double ppl = std::exp(s.nll / static_cast<double>(s.predictions));
+        std::string name = caches[c]->name();
+        if (c == 0) {
+            std::printf("| %s | %zu | %.4f | | | |\n", name.c_str(), s.bytes_per_token, ppl);
+        } else {
+            std::printf("| %s | %zu | %.4f | %+.2f%% | %.5f | %.2f%% |\n", name.c_str(), s.bytes_per_token, ppl,
+                        100 * (ppl / base_ppl - 1), s.kl / static_cast<double>(s.predictions),
+                        100.0 * static_cast<double>(s.agree) / static_cast<double>(s.predictions));
+        }
+    }
+    return 0;
+}
+
+}  // namespace llama

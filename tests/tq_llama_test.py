@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""tq-llama, the example engine (examples/llama), end to end.
+
+  arguments  bad command lines and bad model files get one clear line and a non-zero
+             exit (no model needed)
+  model      on SmolLM2-135M-Instruct (tools/setup-model.sh), against llama.cpp's FP32-KV
+             reference (tests/fixtures/make_llamacpp_reference.py): identical tokens,
+             the same top-1 and close logits on a fixed prompt, perplexity within 1% on
+             4 windows of 512 tokens of GPL-3; and the TurboQuant caches on those windows
+             within bounds a little looser than measured (docs/quality.md)
+"""
+from __future__ import annotations
+
+import argparse
+import array
+import ast
+import json
+import math
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+GPL3 = Path("/usr/share/common-licenses/GPL-3")  # Debian's base-files; the fixture's text
+failures: list[str] = []
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600)
+
+
+def expect_error(cmd: list, needle: str, rc: int) -> None:
+    r = run(cmd)
+    first = (r.stderr.strip().splitlines() or [""])[0]
+    if r.returncode != rc or needle not in first:
+        failures.append(f"{' '.join(map(str, cmd[1:]))}: expected rc {rc} and '{needle}' on the first line, got rc={r.returncode} '{first}'")
+
+
+def load_npy(path: Path) -> list:
+    """The flat data of a little-endian int32/float32 .npy file (no NumPy needed)."""
+    raw = path.read_bytes()
+    header_len = struct.unpack("<H", raw[8:10])[0]
+    header = ast.literal_eval(raw[10:10 + header_len].decode())
+    data = array.array({"<i4": "i", "<f4": "f"}[header["descr"]])
+    data.frombytes(raw[10 + header_len:])
+    return data.tolist()
+
+
+def check_arguments(tq_llama: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        text = tmp / "text.txt"
+        text.write_text("hello world\n")
+        (tmp / "not.gguf").write_bytes(b"this is not a model")
+        # a GGUF header that promises 5 tensors and 3 metadata entries, then ends
+        (tmp / "truncated.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 5, 3) + struct.pack("<Q", 100) + b"general.")
+        (tmp / "v9.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 9, 0, 0))
+        m = ["--model", tmp / "not.gguf"]
+        expect_error([tq_llama], "no command", 2)
+        expect_error([tq_llama, "train", *m], "unknown command 'train'", 2)
+        expect_error([tq_llama, "generate", "--prompt", "hi"], "--model is required", 2)
+        expect_error([tq_llama, "generate", *m], "give one of --prompt and --prompt-file", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", "0"], "--tokens: expected an integer >= 1", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "fp16"], "expected fp32 or tq", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--k-bits", "4"], "need --kv-cache tq", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", "3.3"], "steps of 1/8", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--v-bits", "nan"], "steps of 1/8", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", "9"], "steps of 1/8", 2)
+        expect_error([tq_llama, "perplexity", *m, "--text", text, "--sweep", "4"], "expected K/V items", 2)
+        expect_error([tq_llama, "perplexity", *m, "--text", text, "--sweep", "4/2", "--kv-cache", "tq"], "drop --kv-cache", 2)
+        expect_error([tq_llama, "perplexity", *m], "--text is required", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--threads"], "--threads: missing value", 2)
+        expect_error([tq_llama, "tokenize", "--model", tmp / "missing.gguf", "--text", text], "cannot open", 1)
+        expect_error([tq_llama, "tokenize", *m, "--text", text], "bad magic", 1)
+        expect_error([tq_llama, "tokenize", "--model", tmp / "truncated.gguf", "--text", text], "truncated", 1)
+        expect_error([tq_llama, "tokenize", "--model", tmp / "v9.gguf", "--text", text], "version 9", 1)
+
+
+def sweep_rows(stdout: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and (cells[0] == "fp32" or cells[0].startswith("tq ")):
+            rows[cells[0]] = cells
+    return rows
+
+
+def check_model(tq_llama: str, model: str) -> None:
+    reference = json.loads((FIXTURES / "smollm2-llamacpp.json").read_text())
+    m = ["--model", model]
+
+    # Tokenizer: llama.cpp's ids for the prompt and for GPL-3's first 2048 tokens.
+    want = load_npy(FIXTURES / "smollm2-llamacpp-text-tokens.npy")
+    r = run([tq_llama, "tokenize", *m, "--text", GPL3, "--limit", len(want)])
+    got = [int(t) for t in r.stdout.split()]
+    if got != want:
+        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        failures.append(f"tokenize GPL-3: differs from llama.cpp at token {first} (rc={r.returncode} {r.stderr.strip()})")
+
+    # FP32 logits after the fixed prompt.  llama.cpp quantizes activations to 8 bits
+    # in its Q4_1 products (this engine dequantizes weights and computes in FP32), so
+    # logits differ by up to 0.65 (RMS 0.18, correlation 0.9993) as measured: bounds 1.0, 0.3.
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "logits.f32"
+        r = run([tq_llama, "logits", *m, "--prompt", reference["prompt"], "--out", out])
+        if r.returncode != 0:
+            failures.append(f"logits: rc={r.returncode} {r.stderr.strip()}")
+            return
+        logits = array.array("f", out.read_bytes()).tolist()
+    tokens = [int(t) for t in r.stdout.split(":")[1].split()]
+    if tokens != load_npy(FIXTURES / "smollm2-llamacpp-prompt-tokens.npy"):
+        failures.append(f"prompt tokens {tokens} differ from llama.cpp's")
+    ref = load_npy(FIXTURES / "smollm2-llamacpp-prompt-logits.npy")
+    top = max(range(len(logits)), key=logits.__getitem__)
+    if top != reference["prompt_top1"]:
+        failures.append(f"top-1 after '{reference['prompt']}': {top}, llama.cpp {reference['prompt_top1']}")
+    diff = [a - b for a, b in zip(logits, ref)]
+    worst, rms = max(map(abs, diff)), math.sqrt(sum(d * d for d in diff) / len(diff))
+    print(f"logits vs llama.cpp: top-1 {top}, max |diff| {worst:.3f}, rms {rms:.3f}")
+    if len(logits) != len(ref) or worst > 1.0 or rms > 0.3:
+        failures.append(f"logits vs llama.cpp: max |diff| {worst:.3f} (bound 1.0), rms {rms:.3f} (bound 0.3)")
+
+    # Perplexity on the reference's windows, FP32 and TurboQuant side by side.  Measured:
+    # FP32 23.737 (llama.cpp 23.776, -0.17%); K8/V8 +0.1%, KL 0.0005; K4/V4 +8.3%, KL 0.085,
+    # top-1 84%; K4/V2 +21.8%, KL 0.26, top-1 75%.
+    r = run([tq_llama, "perplexity", *m, "--text", GPL3, "--window", reference["window"], "--windows",
+             reference["windows"], "--sweep", "8/8,4/4,4/2"])
+    rows = sweep_rows(r.stdout)
+    print(r.stdout)
+    if set(rows) != {"fp32", "tq K8/V8", "tq K4/V4", "tq K4/V2"}:
+        failures.append(f"perplexity --sweep: rc={r.returncode}, rows {sorted(rows)}: {r.stderr.strip()[-300:]}")
+        return
+    ppl = float(rows["fp32"][2])
+    if abs(ppl / reference["perplexity"] - 1) > 0.01:
+        failures.append(f"FP32 perplexity {ppl:.4f}, llama.cpp {reference['perplexity']:.4f}: more than 1% apart")
+    bounds = {"tq K8/V8": (0.5, 0.002, 97), "tq K4/V4": (11, 0.11, 81), "tq K4/V2": (27, 0.32, 71)}
+    for name, (change, kl, agree) in bounds.items():
+        row = rows[name]
+        got = (float(row[3].rstrip("%")), float(row[4]), float(row[5].rstrip("%")))
+        if not (got[0] < change and got[1] < kl and got[2] > agree):
+            failures.append(f"{name}: perplexity {got[0]:+.2f}% (bound {change}), KL {got[1]} (bound {kl}), "
+                            f"top-1 agreement {got[2]}% (bound {agree})")
+    bytes_per_token = {name: int(row[1]) for name, row in rows.items()}
+    if bytes_per_token != {"fp32": 46080, "tq K8/V8": 12240, "tq K4/V4": 6480, "tq K4/V2": 5040}:
+        failures.append(f"KV bytes per token {bytes_per_token}")
+
+    # Greedy generation through the packed cache, with its figures printed.
+    r = run([tq_llama, "generate", *m, "--prompt", reference["prompt"], "--tokens", 4, "--kv-cache", "tq", "--k-bits", 4,
+             "--v-bits", 2, "--ids"])
+    ids = re.search(r"^ids: (\d+)", r.stdout, re.M)
+    if not ids or int(ids.group(1)) != reference["prompt_top1"] or "kv cache: tq K4/V2, 5040 bytes per token" not in r.stdout \
+            or not re.search(r"decode: 3 tokens .* tokens/s", r.stdout):
+        failures.append(f"generate with K4/V2: rc={r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
+    expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", 5], "bits", 1)
+    expect_error([tq_llama, "perplexity", *m, "--text", GPL3, "--window", 4096, "--windows", 4], "windows of 4096", 1)
+    expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", 9000], "exceed the model's context", 1)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["arguments", "model"])
+    ap.add_argument("--tq-llama", required=True)
+    ap.add_argument("--model", help="the GGUF (model mode)")
+    a = ap.parse_args()
+    if a.mode == "arguments":
+        check_arguments(a.tq_llama)
+    else:
+        if not a.model or not Path(a.model).is_file() or not GPL3.is_file():
+            print(f"needs the model ({a.model}; tools/setup-model.sh) and {GPL3}", file=sys.stderr)
+            return 1
+        check_model(a.tq_llama, a.model)
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
