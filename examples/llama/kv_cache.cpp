@@ -6,7 +6,6 @@
 
 #include "vector.hpp"
 
-
 namespace llama {
 namespace {
 
