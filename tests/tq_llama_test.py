@@ -58,6 +58,9 @@ def check_arguments(tq_llama: str) -> None:
         # a GGUF header that promises 5 tensors and 3 metadata entries, then ends
         (tmp / "truncated.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 5, 3) + struct.pack("<Q", 100) + b"general.")
         (tmp / "v9.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 9, 0, 0))
+        # one tensor whose shape multiplies past 2^64
+        (tmp / "huge.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + struct.pack("<Q", 1) + b"x" +
+                                        struct.pack("<IQQIQ", 2, 1 << 40, 1 << 40, 0, 0))
         m = ["--model", tmp / "not.gguf"]
         expect_error([tq_llama], "no command", 2)
         expect_error([tq_llama, "train", *m], "unknown command 'train'", 2)
@@ -77,6 +80,7 @@ def check_arguments(tq_llama: str) -> None:
         expect_error([tq_llama, "tokenize", *m, "--text", text], "bad magic", 1)
         expect_error([tq_llama, "tokenize", "--model", tmp / "truncated.gguf", "--text", text], "truncated", 1)
         expect_error([tq_llama, "tokenize", "--model", tmp / "v9.gguf", "--text", text], "version 9", 1)
+        expect_error([tq_llama, "tokenize", "--model", tmp / "huge.gguf", "--text", text], "x: implausible shape", 1)
 
 
 def sweep_rows(stdout: str) -> dict[str, list[str]]:

@@ -116,7 +116,12 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
         t.name = c.read_string();
         auto dims = c.read<std::uint32_t>();
         if (dims == 0 || dims > 4) c.fail(t.name + ": " + std::to_string(dims) + " dimensions");
-        for (std::uint32_t d = 0; d < dims; ++d) t.shape.push_back(c.read<std::uint64_t>());
+        std::uint64_t elements = 1;
+        for (std::uint32_t d = 0; d < dims; ++d) {
+            t.shape.push_back(c.read<std::uint64_t>());
+            if (t.shape.back() == 0 || __builtin_mul_overflow(elements, t.shape.back(), &elements) || elements > (1ull << 40))
+                c.fail(t.name + ": implausible shape");
+        }
         t.type = c.read<std::uint32_t>();
         infos.emplace_back(std::move(t), c.read<std::uint64_t>());
     }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 #include "vector.hpp"
 
@@ -52,6 +53,9 @@ Fp32Cache::Fp32Cache(CacheShape shape)
       scores_(static_cast<std::size_t>(shape.max_positions)) {}
 
 void Fp32Cache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
+    if (layer < 0 || layer >= shape_.layers || pos < 0 || pos >= shape_.max_positions || q_heads % shape_.kv_heads != 0)
+        throw std::out_of_range("fp32 cache: layer " + std::to_string(layer) + ", position " + std::to_string(pos) +
+                                " or " + std::to_string(q_heads) + " query heads out of range");
     std::size_t row = static_cast<std::size_t>(shape_.kv_heads) * shape_.head_dim;
     std::size_t base = static_cast<std::size_t>(layer) * shape_.max_positions * row;
     std::memcpy(&keys_[base + pos * row], k, row * sizeof(float));

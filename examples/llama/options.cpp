@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -86,7 +87,7 @@ Options parse_options(int argc, char** argv) {
         else if (flag == "--window") o.window = to_int(flag, v, 2);
         else if (flag == "--windows") o.windows = to_int(flag, v, 1);
         else if (flag == "--limit") o.limit = to_int(flag, v, 1);
-        else if (flag == "--threads") o.threads = to_int(flag, v, 1);
+        else if (flag == "--threads") o.threads = std::min(to_int(flag, v, 1), 256);
         else if (flag == "--seed") o.seed = static_cast<unsigned long long>(to_int(flag, v, 0));
         else if (flag == "--kv-cache") kv_cache = v;
         else if (flag == "--k-bits") o.kv.key_bits = to_bits(flag, v), bits_given = true;
