@@ -158,7 +158,7 @@ def check_model(tq_llama: str, model: str) -> None:
     if not ids or int(ids.group(1)) != reference["prompt_top1"] or "kv cache: tq K4/V2, 5040 bytes per token" not in r.stdout \
             or not re.search(r"decode: 3 tokens .* tokens/s", r.stdout):
         failures.append(f"generate with K4/V2: rc={r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
-    expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", 5], "bits", 1)
+    expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", 7], "bits", 1)
     expect_error([tq_llama, "perplexity", *m, "--text", GPL3, "--window", 4096, "--windows", 4], "windows of 4096", 1)
     expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", 9000], "exceed the model's context", 1)
 
