@@ -2,6 +2,7 @@
 // window from an empty cache; with --sweep, FP32 and TurboQuant configs on the same
 // windows, compared position by position (KL divergence, top-1 agreement).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -23,7 +24,7 @@ void log_softmax(const float* row, int n, std::vector<double>& out) {
 struct Tally {
     KvConfig kv;
     std::size_t bytes_per_token = 0;
-    double nll = 0, kl = 0;
+    double nll = 0, kl = 0, seconds = 0;
     long predictions = 0, agree = 0;
 };
 
@@ -51,8 +52,10 @@ int perplexity(const Options& o) {
     for (int w = 0; w < windows; ++w) {
         std::span<const std::int32_t> window(tokens.data() + static_cast<std::size_t>(w) * o.window, static_cast<std::size_t>(o.window));
         for (std::size_t c = 0; c < tallies.size(); ++c) {
+            auto start = std::chrono::steady_clock::now();
             caches[c]->clear();
             auto logits = e.model.forward(e.pool, window, 0, *caches[c], o.window);
+            tallies[c].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             for (int t = 0; t + 1 < o.window; ++t) {  // position t predicts token t + 1
                 const float* row = &logits[static_cast<std::size_t>(t) * vocab];
                 log_softmax(row, vocab, lp);
@@ -74,7 +77,7 @@ int perplexity(const Options& o) {
                      std::exp(tallies[0].nll / static_cast<double>(tallies[0].predictions)));
     }
 
-    std::printf("%d windows of %d tokens (%ld predictions each) from %s\n\n", windows, o.window, tallies[0].predictions, o.text.c_str());
+    std::printf("%d windows of %d tokens (%ld predictions per config) from %s\n\n", windows, o.window, tallies[0].predictions, o.text.c_str());
     std::printf("| KV cache | bytes/token | perplexity | vs FP32 | mean KL | top-1 agreement |\n");
     std::printf("|---|---|---|---|---|---|\n");
     double base_ppl = std::exp(tallies[0].nll / static_cast<double>(tallies[0].predictions));
@@ -90,6 +93,9 @@ int perplexity(const Options& o) {
                         100.0 * static_cast<double>(s.agree) / static_cast<double>(s.predictions));
         }
     }
+    std::printf("\n");
+    for (std::size_t c = 0; c < tallies.size(); ++c)
+        std::printf("%s: %.1f tokens/s\n", caches[c]->name().c_str(), static_cast<double>(windows) * o.window / tallies[c].seconds);
     return 0;
 }
 

@@ -73,7 +73,7 @@ def main() -> int:
             s["agree"] += int((base.argmax(1) == lp.argmax(1)).sum())
         print(f"window {w + 1}/{a.windows}", flush=True, file=sys.stderr)
 
-    print(f"{a.windows} windows of {a.window} tokens ({stats[types[0]]['n']} predictions each) from {a.text}, "
+    print(f"{a.windows} windows of {a.window} tokens ({stats[types[0]]['n']} predictions per config) from {a.text}, "
           f"llama.cpp {llama_cpp.__version__} (llama-cpp-python)\n")
     print("| KV cache | bytes/token | perplexity | vs FP32 | mean KL | top-1 agreement |")
     print("|---|---|---|---|---|---|")
