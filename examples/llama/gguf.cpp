@@ -188,18 +188,4 @@ std::vector<std::string> GgufFile::strings(const std::string& key) const {
     throw std::runtime_error(path_ + ": metadata " + key + " is not an array of strings");
 }
 
-std::vector<std::int64_t> GgufFile::ints(const std::string& key) const {
-    const auto* items = std::get_if<std::vector<Scalar>>(&value(key));
-    std::vector<std::int64_t> out;
-    if (items) {
-        for (const auto& item : *items) {
-            if (const auto* i = std::get_if<std::int64_t>(&item)) out.push_back(*i);
-            else if (const auto* u = std::get_if<std::uint64_t>(&item)) out.push_back(static_cast<std::int64_t>(*u));
-            else break;
-        }
-        if (out.size() == items->size()) return out;
-    }
-    throw std::runtime_error(path_ + ": metadata " + key + " is not an array of integers");
-}
-
 }  // namespace llama

@@ -37,7 +37,6 @@ public:
     double real(const std::string& key) const;
     std::string string(const std::string& key) const;
     std::vector<std::string> strings(const std::string& key) const;
-    std::vector<std::int64_t> ints(const std::string& key) const;
 
 private:
     std::string path_;

@@ -29,11 +29,22 @@ void rms_norm(const float* x, const float* g, int rows, int dim, float eps, floa
     }
 }
 
-// Rotates pairs (2i, 2i+1) of each head by pos · base^(-2i/d).
-void rope(float* x, int heads, int d, int pos, float base) {
+// cos and sin of pos · base^(-2i/d) for pairs i < d/2 at positions pos .. pos+n-1.
+std::vector<float> rope_table(int n, int d, int pos, float base) {
+    std::vector<float> table(static_cast<std::size_t>(n) * d);
+    for (int t = 0; t < n; ++t)
+        for (int i = 0; i < d / 2; ++i) {
+            double angle = (pos + t) * std::pow(static_cast<double>(base), -2.0 * i / d);
+            table[static_cast<std::size_t>(t) * d + 2 * i] = static_cast<float>(std::cos(angle));
+            table[static_cast<std::size_t>(t) * d + 2 * i + 1] = static_cast<float>(std::sin(angle));
+        }
+    return table;
+}
+
+// Rotates pairs (2i, 2i+1) of each head by the angle whose cos, sin are cs[2i], cs[2i+1].
+void rope(float* x, int heads, int d, const float* cs) {
     for (int i = 0; i < d / 2; ++i) {
-        double angle = pos * std::pow(static_cast<double>(base), -2.0 * i / d);
-        float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+        float c = cs[2 * i], s = cs[2 * i + 1];
         for (int h = 0; h < heads; ++h) {
             float* p = x + h * d + 2 * i;
             float a = p[0], b = p[1];
@@ -90,6 +101,7 @@ std::vector<float> Model::forward(ThreadPool& pool, std::span<const std::int32_t
     auto rows = [](int r, int width) { return std::vector<float>(static_cast<std::size_t>(r) * width); };
     auto x = rows(n, c.dim), h = rows(n, c.dim), q = rows(n, c.dim), k = rows(n, kv), v = rows(n, kv),
          att = rows(n, c.dim), proj = rows(n, c.dim), gate = rows(n, c.ffn), up = rows(n, c.ffn);
+    auto angles = rope_table(n, c.head_dim, pos, c.rope_base);  // the same in every layer
     for (int t = 0; t < n; ++t)
         std::copy_n(&embedding_[static_cast<std::size_t>(tokens[t]) * c.dim], c.dim, &x[static_cast<std::size_t>(t) * c.dim]);
 
@@ -100,8 +112,9 @@ std::vector<float> Model::forward(ThreadPool& pool, std::span<const std::int32_t
         matmul(pool, h.data(), n, c.dim, w.wk.data(), kv, k.data());
         matmul(pool, h.data(), n, c.dim, w.wv.data(), kv, v.data());
         for (int t = 0; t < n; ++t) {  // causal: token t sees positions up to pos + t
-            rope(&q[static_cast<std::size_t>(t) * c.dim], c.heads, c.head_dim, pos + t, c.rope_base);
-            rope(&k[static_cast<std::size_t>(t) * kv], c.kv_heads, c.head_dim, pos + t, c.rope_base);
+            const float* cs = &angles[static_cast<std::size_t>(t) * c.head_dim];
+            rope(&q[static_cast<std::size_t>(t) * c.dim], c.heads, c.head_dim, cs);
+            rope(&k[static_cast<std::size_t>(t) * kv], c.kv_heads, c.head_dim, cs);
             cache.attend(l, pos + t, &q[static_cast<std::size_t>(t) * c.dim], c.heads, &k[static_cast<std::size_t>(t) * kv],
                          &v[static_cast<std::size_t>(t) * kv], &att[static_cast<std::size_t>(t) * c.dim]);
         }

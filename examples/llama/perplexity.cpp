@@ -48,6 +48,8 @@ int perplexity(const Options& o) {
 
     int vocab = e.model.config().vocab;
     std::vector<std::vector<double>> base(static_cast<std::size_t>(o.window));  // first config's log-probs
+    std::vector<std::ptrdiff_t> base_top(static_cast<std::size_t>(o.window));   // and its top-1
+    auto top = [](const std::vector<double>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
     std::vector<double> lp;
     for (int w = 0; w < windows; ++w) {
         std::span<const std::int32_t> window(tokens.data() + static_cast<std::size_t>(w) * o.window, static_cast<std::size_t>(o.window));
@@ -64,13 +66,13 @@ int perplexity(const Options& o) {
                 ++s.predictions;
                 if (c == 0) {
                     base[t] = lp;
+                    base_top[t] = top(lp);
                     continue;
                 }
                 double kl = 0;
                 for (int i = 0; i < vocab; ++i) kl += std::exp(base[t][i]) * (base[t][i] - lp[i]);
                 s.kl += kl;
-                auto top = [&](const std::vector<double>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
-                s.agree += top(base[t]) == top(lp);
+                s.agree += base_top[t] == top(lp);
             }
         }
         std::fprintf(stderr, "window %d/%d: perplexity %.4f\n", w + 1, windows,
