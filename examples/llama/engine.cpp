@@ -12,7 +12,7 @@ std::unique_ptr<KvCache> make_cache(const Model& model, const KvConfig& kv, int 
                                     std::to_string(model.config().context));
     auto shape = model.cache_shape(max_positions);
     if (!kv.turboquant) return std::make_unique<Fp32Cache>(shape);
-    return std::make_unique<TurboQuantCache>(shape, kv.key_bits, kv.value_bits, seed);
+    return std::make_unique<TurboQuantCache>(shape, kv, seed);
 }
 
 std::string read_file(const std::string& path) {

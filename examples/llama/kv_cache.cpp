@@ -71,11 +71,14 @@ std::size_t Fp32Cache::bytes_per_token() const {
     return 2 * sizeof(float) * static_cast<std::size_t>(shape_.layers) * shape_.kv_heads * shape_.head_dim;
 }
 
-TurboQuantCache::TurboQuantCache(CacheShape shape, float key_bits, float value_bits, std::uint64_t seed)
+TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed)
     : shape_(shape),
-      key_bits_(key_bits),
-      value_bits_(value_bits),
-      quantizer_(shape.head_dim, tq::Config{key_bits, value_bits}, seed),
+      kv_(kv),
+      quantizer_(shape.head_dim,
+                 tq::Config{kv.key_bits, kv.value_bits, FA_TQ_SCALE_DEFAULT,
+                            static_cast<fa_tq_scale_format>(kv.levers.scale_format),
+                            static_cast<fa_tq_center>(kv.levers.center), kv.levers.center_block, kv.levers.sinks},
+                 seed),
       cache_(std::make_unique<tq::KVCache>(quantizer_, shape.layers, shape.kv_heads, shape.max_positions)) {}
 
 void TurboQuantCache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
@@ -86,7 +89,7 @@ void TurboQuantCache::attend(int layer, int pos, const float* q, int q_heads, co
 
 std::string TurboQuantCache::name() const {
     std::ostringstream s;
-    s << "tq K" << key_bits_ << "/V" << value_bits_;
+    s << "tq K" << kv_.key_bits << "/V" << kv_.value_bits << (kv_.levers.text.empty() ? "" : ":") << kv_.levers.text;
     return s.str();
 }
 

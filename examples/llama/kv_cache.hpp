@@ -9,6 +9,8 @@
 
 #include <turboquant/turboquant.hpp>
 
+#include "options.hpp"
+
 namespace llama {
 
 struct CacheShape {
@@ -24,6 +26,7 @@ public:
     virtual void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) = 0;
     virtual void clear() = 0;
     virtual std::size_t bytes_per_token() const = 0;  // all layers, keys and values
+    virtual double bytes_per_token_all_in() const { return double(bytes_per_token()); }  // with amortized side data
     virtual std::string name() const = 0;
 };
 
@@ -44,15 +47,16 @@ private:
 class TurboQuantCache final : public KvCache {
 public:
     // Throws tq::Error if (head_dim, key_bits, value_bits) is not compiled in.
-    TurboQuantCache(CacheShape shape, float key_bits, float value_bits, std::uint64_t seed);
+    TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed);
     void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) override;
     void clear() override { cache_->clear(); }
     std::size_t bytes_per_token() const override { return cache_->bytes_per_token(); }
+    double bytes_per_token_all_in() const override { return cache_->bytes_per_token_all_in(); }
     std::string name() const override;
 
 private:
     CacheShape shape_;
-    float key_bits_, value_bits_;
+    KvConfig kv_;
     tq::Quantizer quantizer_;
     std::unique_ptr<tq::KVCache> cache_;
 };

@@ -44,6 +44,33 @@ float to_bits(const std::string& flag, const std::string& v) {
     return x;
 }
 
+// ":"-separated levers after a K/V item: c=none|keys|values|both, b=<block>, s=<sinks>, f32.
+Levers to_levers(const std::string& text) {
+    Levers l;
+    l.text = text;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        auto colon = text.find(':', at);
+        auto tok = text.substr(at, colon == std::string::npos ? std::string::npos : colon - at);
+        static const char* const centers[] = {"none", "keys", "values", "both"};
+        bool ok = false;
+        if (tok == "f32") l.scale_format = 2, ok = true;
+        else if (tok.rfind("c=", 0) == 0) {
+            for (int i = 0; i < 4; ++i)
+                if (tok.substr(2) == centers[i]) l.center = i + 1, ok = true;
+        } else if (tok.rfind("b=", 0) == 0 || tok.rfind("s=", 0) == 0) {
+            char* end = nullptr;
+            long x = std::strtol(tok.c_str() + 2, &end, 10);
+            ok = tok.size() > 2 && !*end && x >= -1 && x <= 65536;
+            (tok[0] == 'b' ? l.center_block : l.sinks) = static_cast<int>(x == 0 && tok[0] == 's' ? -1 : x);
+        }
+        if (!ok) throw std::invalid_argument("--sweep: unknown lever '" + tok + "' (c=none|keys|values|both, b=N, s=N, f32)");
+        if (colon == std::string::npos) break;
+        at = colon + 1;
+    }
+    return l;
+}
+
 std::vector<KvConfig> to_sweep(const std::string& v) {
     std::vector<KvConfig> out;
     std::size_t at = 0;
@@ -52,7 +79,10 @@ std::vector<KvConfig> to_sweep(const std::string& v) {
         auto item = v.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
         auto slash = item.find('/');
         if (slash == std::string::npos) throw std::invalid_argument("--sweep: expected K/V items such as 4/2, got '" + item + "'");
-        out.push_back({true, to_bits("--sweep", item.substr(0, slash)), to_bits("--sweep", item.substr(slash + 1))});
+        auto colon = item.find(':');
+        auto value = item.substr(slash + 1, colon == std::string::npos ? std::string::npos : colon - slash - 1);
+        out.push_back({true, to_bits("--sweep", item.substr(0, slash)), to_bits("--sweep", value),
+                       colon == std::string::npos ? Levers{} : to_levers(item.substr(colon + 1))});
         if (comma == std::string::npos) break;
         at = comma + 1;
     }

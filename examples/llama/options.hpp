@@ -6,9 +6,20 @@
 
 namespace llama {
 
+// A TurboQuant config's levers beyond the bits (the library's fa_tq_config fields;
+// 0: the library's default).  Written after the bits: 4/4:c=both:b=256:s=1:f32.
+struct Levers {
+    int center = 0;        // fa_tq_center
+    int center_block = 0;
+    int sinks = 0;         // -1: none
+    int scale_format = 0;  // fa_tq_scale_format
+    std::string text;      // as given, for the tables
+};
+
 struct KvConfig {
     bool turboquant = false;
     float key_bits = 4, value_bits = 2;
+    Levers levers;
 };
 
 struct Options {

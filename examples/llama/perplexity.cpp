@@ -23,7 +23,7 @@ void log_softmax(const float* row, int n, std::vector<double>& out) {
 
 struct Tally {
     KvConfig kv;
-    std::size_t bytes_per_token = 0;
+    double bytes_per_token = 0;  // all in
     double nll = 0, kl = 0, seconds = 0;
     long predictions = 0, agree = 0;
 };
@@ -43,7 +43,7 @@ int perplexity(const Options& o) {
     std::vector<std::unique_ptr<KvCache>> caches;
     for (auto& t : tallies) {
         caches.push_back(make_cache(e.model, t.kv, o.window, o.seed));
-        t.bytes_per_token = caches.back()->bytes_per_token();
+        t.bytes_per_token = caches.back()->bytes_per_token_all_in();
     }
 
     int vocab = e.model.config().vocab;
@@ -88,9 +88,9 @@ int perplexity(const Options& o) {
         double ppl = std::exp(s.nll / static_cast<double>(s.predictions));
         std::string name = caches[c]->name();
         if (c == 0) {
-            std::printf("| %s | %zu | %.4f | | | |\n", name.c_str(), s.bytes_per_token, ppl);
+            std::printf("| %s | %.1f | %.4f | | | |\n", name.c_str(), s.bytes_per_token, ppl);
         } else {
-            std::printf("| %s | %zu | %.4f | %+.2f%% | %.5f | %.2f%% |\n", name.c_str(), s.bytes_per_token, ppl,
+            std::printf("| %s | %.1f | %.4f | %+.2f%% | %.5f | %.2f%% |\n", name.c_str(), s.bytes_per_token, ppl,
                         100 * (ppl / base_ppl - 1), s.kl / static_cast<double>(s.predictions),
                         100.0 * static_cast<double>(s.agree) / static_cast<double>(s.predictions));
         }

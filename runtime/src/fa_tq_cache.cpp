@@ -1,55 +1,60 @@
 // The compressed cache: lifetime, quantize, dequantize, eviction, byte accounting.
+#include "fa_tq_blocks.hpp"
 #include "fa_tq_checks.hpp"
 #include "fa_tq_token.hpp"
+#include "half_float.hpp"
 #include "last_error.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 namespace tq::detail {
-
-int encode_token(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, const float* vec, bool is_key,
-                 std::vector<std::uint8_t>& codes, std::vector<float>& scales) {
-    const tq_bit_kernels& k = is_key ? *state->kernels->key : *state->kernels->value;
-    const int d = state->head_dim;
-    try {
-        codes.resize(k.code_bytes * cache->num_heads);
-        scales.resize(cache->num_heads);
-    } catch (const std::bad_alloc&) {
-        return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for one token's codes");
-    }
-    for (int h = 0; h < cache->num_heads; ++h) {
-        const int rc = k.encode(state->signs.data(), vec + static_cast<std::size_t>(h) * d, state->scale_kind,
-                                &codes[h * k.code_bytes], &scales[h]);
-        if (rc == TQ_ERROR_NONFINITE) return check_finite(fn, vec, std::size_t(cache->num_heads) * d, "vec");
-        if (rc != TQ_OK)
-            return fail(static_cast<tq_status>(rc), std::string(fn) + ": head " + std::to_string(h) +
-                                                        " has a norm beyond the float range");
-    }
-    return FA_TQ_OK;
-}
-
-void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const std::vector<std::uint8_t>& codes,
-                  const std::vector<float>& scales) {
-    fa_tq_stream& s = cache->stream(is_key);
-    const std::size_t slot = static_cast<std::size_t>(cache->slot(pos));
-    for (int h = 0; h < cache->num_heads; ++h) {
-        const std::size_t i = cache->stream_index(layer, h) + slot;
-        std::memcpy(&s.codes[i * s.code_bytes], &codes[h * s.code_bytes], s.code_bytes);
-        s.scales[i] = scales[h];
-    }
-    s.length[layer] = std::max(s.length[layer], pos + 1);
-}
-
 namespace {
 
-fa_tq_cache* new_cache(const char* fn, const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len,
-                       bool ring) {
-    if (check_state(fn, state)) return nullptr;
+// Mean blocks that positions within one window of max_seq_len can touch (fa_tq_blocks.hpp).
+std::size_t max_mean_blocks(const fa_tq_levers& lv, int max_seq_len) {
+    return std::size_t(std::countr_zero(unsigned(lv.center_block))) + 3 + std::size_t(max_seq_len) / lv.center_block;
+}
+
+// Bytes one layer takes for max_seq_len positions, or 0 if that overflows size_t.
+std::size_t layer_bytes(const fa_tq_state* st, int num_heads, int max_seq_len) {
+    const fa_tq_levers& lv = st->levers;
+    const std::size_t scale = lv.f16_scales ? 2 : 4, d = std::size_t(st->head_dim);
+    const std::size_t per_slot = st->kernels->key->code_bytes + st->kernels->value->code_bytes + 2 * scale;
+    const std::size_t fixed = 2 * (max_mean_blocks(lv, max_seq_len) * d * 2 + d * 8 + std::size_t(lv.sinks) * d * 4);
+    std::size_t slots = 0, bytes = 0;
+    if (__builtin_mul_overflow(std::size_t(num_heads), std::size_t(max_seq_len), &slots) ||
+        __builtin_mul_overflow(slots, per_slot, &bytes) || __builtin_mul_overflow(std::size_t(num_heads), fixed, &slots) ||
+        __builtin_add_overflow(bytes, slots, &bytes))
+        return 0;
+    return bytes;
+}
+
+void init_stream(fa_tq_stream& s, const fa_tq_state* st, bool is_key, int heads, int max_seq_len) {
+    const fa_tq_levers& lv = st->levers;
+    const std::size_t slots = std::size_t(heads) * max_seq_len, d = std::size_t(st->head_dim);
+    s.code_bytes = (is_key ? st->kernels->key : st->kernels->value)->code_bytes;
+    s.centered = is_key ? lv.center_keys : lv.center_values;
+    s.codes.assign(slots * s.code_bytes, 0);
+    if (lv.f16_scales)  // the other stays empty
+        s.scales16.assign(slots, 0);
+    else
+        s.scales32.assign(slots, 0.0f);
+    s.sink_vectors.assign(std::size_t(heads) * lv.sinks * d, 0.0f);
+    if (s.centered) {
+        s.sum.assign(heads * d, 0.0);
+        s.means.reserve(max_mean_blocks(lv, max_seq_len) * heads * d);
+    }
+}
+
+fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num_layers, int num_heads,
+                       int max_seq_len, bool ring) {
     auto bad = [&](const char* name, int v) {
         fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " must be positive, got " + std::to_string(v));
         return nullptr;
@@ -57,28 +62,61 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* state, int num_layers,
     if (num_layers <= 0) return bad("num_layers", num_layers);
     if (num_heads <= 0) return bad("num_heads", num_heads);
     if (max_seq_len <= 0) return bad("max_seq_len", max_seq_len);
-    std::size_t slots = 0, bytes = 0;
-    const std::size_t bytes_per_slot = state->kernels->key->code_bytes + state->kernels->value->code_bytes + 8;
-    if (__builtin_mul_overflow(std::size_t(num_layers), std::size_t(num_heads), &slots) ||
-        __builtin_mul_overflow(slots, std::size_t(max_seq_len), &slots) ||
-        __builtin_mul_overflow(slots, bytes_per_slot, &bytes)) {
-        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": num_layers x num_heads x max_seq_len overflows memory sizes");
-        return nullptr;
+    std::size_t bytes = 0;
+    for (int l = 0; l < num_layers; ++l) {
+        const fa_tq_state* st = states[l];
+        if (check_state(fn, st)) return nullptr;
+        if (st->head_dim != states[0]->head_dim) {
+            fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": layer " + std::to_string(l) + "'s head_dim " +
+                                                std::to_string(st->head_dim) + " differs from layer 0's " +
+                                                std::to_string(states[0]->head_dim));
+            return nullptr;
+        }
+        const std::size_t layer = layer_bytes(st, num_heads, max_seq_len);
+        if (layer == 0 || __builtin_add_overflow(bytes, layer, &bytes)) {
+            fail(TQ_ERROR_INVALID_ARGUMENT,
+                 std::string(fn) + ": num_layers x num_heads x max_seq_len overflows memory sizes");
+            return nullptr;
+        }
     }
     try {
-        auto c = std::make_unique<fa_tq_cache>(fa_tq_cache{state->head_dim, state->key_eighths, state->value_eighths,
-                                                           state->scale_kind, state->seed, num_layers, num_heads,
-                                                           max_seq_len, ring, {}, {}});
-        for (bool is_key : {true, false}) {
-            fa_tq_stream& s = c->stream(is_key);
-            s.code_bytes = (is_key ? state->kernels->key : state->kernels->value)->code_bytes;
-            s.codes.assign(slots * s.code_bytes, 0);
-            s.scales.assign(slots, 0.0f);
-            s.length.assign(num_layers, 0);
+        auto c = std::make_unique<fa_tq_cache>();
+        c->num_layers = num_layers;
+        c->num_heads = num_heads;
+        c->max_seq_len = max_seq_len;
+        c->ring = ring;
+        c->layers.resize(std::size_t(num_layers));
+        for (int l = 0; l < num_layers; ++l) {
+            const fa_tq_state* st = states[l];
+            fa_tq_layer& lay = c->layers[std::size_t(l)];
+            lay.head_dim = st->head_dim;
+            lay.key_eighths = st->key_eighths;
+            lay.value_eighths = st->value_eighths;
+            lay.scale_kind = st->scale_kind;
+            lay.seed = st->seed;
+            lay.levers = st->levers;
+            for (bool is_key : {true, false}) init_stream(lay.stream(is_key), st, is_key, num_heads, max_seq_len);
         }
         return c.release();
     } catch (const std::bad_alloc&) {
-        fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(bytes) + " bytes");
+    } catch (const std::length_error&) {  // beyond vector::max_size(): no exception may cross the C API
+    }
+    fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(bytes) + " bytes");
+    return nullptr;
+}
+
+fa_tq_cache* new_uniform_cache(const char* fn, const fa_tq_state* state, int num_layers, int num_heads,
+                               int max_seq_len, bool ring) {
+    if (check_state(fn, state)) return nullptr;
+    if (num_layers <= 0) {
+        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": num_layers must be positive, got " + std::to_string(num_layers));
+        return nullptr;
+    }
+    try {
+        const std::vector<const fa_tq_state*> states(std::size_t(num_layers), state);
+        return new_cache(fn, states.data(), num_layers, num_heads, max_seq_len, ring);
+    } catch (const std::exception&) {
+        fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(num_layers) + " layers");
         return nullptr;
     }
 }
@@ -91,64 +129,88 @@ using namespace tq::detail;
 extern "C" {
 
 fa_tq_cache* fa_tq_cache_new(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len) {
-    return new_cache("fa_tq_cache_new", state, num_layers, num_heads, max_seq_len, false);
+    return new_uniform_cache("fa_tq_cache_new", state, num_layers, num_heads, max_seq_len, false);
 }
 
 fa_tq_cache* fa_tq_cache_new_ring(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len) {
-    return new_cache("fa_tq_cache_new_ring", state, num_layers, num_heads, max_seq_len, true);
+    return new_uniform_cache("fa_tq_cache_new_ring", state, num_layers, num_heads, max_seq_len, true);
+}
+
+fa_tq_cache* fa_tq_cache_new_layers(const fa_tq_state* const* layer_states, int num_layers, int num_heads,
+                                    int max_seq_len, bool ring) {
+    constexpr const char* fn = "fa_tq_cache_new_layers";
+    if (check_not_null(fn, layer_states, "layer_states")) return nullptr;
+    return new_cache(fn, layer_states, num_layers, num_heads, max_seq_len, ring);
 }
 
 void fa_tq_cache_free(fa_tq_cache* cache) { delete cache; }
 
 int fa_tq_cache_clear(fa_tq_cache* cache) {
     if (int rc = check_not_null("fa_tq_cache_clear", cache, "cache")) return rc;
-    std::fill(cache->keys.length.begin(), cache->keys.length.end(), 0);
-    std::fill(cache->values.length.begin(), cache->values.length.end(), 0);
+    cache->evicted = 0;
+    for (fa_tq_layer& lay : cache->layers)
+        for (bool is_key : {true, false}) {
+            fa_tq_stream& s = lay.stream(is_key);
+            s.length = 0;
+            std::fill(s.sum.begin(), s.sum.end(), 0.0);
+            s.count = 0;
+            s.first_block = 0;
+            s.means.clear();
+        }
     return FA_TQ_OK;
 }
 
 int fa_tq_cache_seq_len(const fa_tq_cache* cache) {
     if (check_not_null("fa_tq_cache_seq_len", cache, "cache")) return -1;
     int n = std::numeric_limits<int>::max();
-    for (int l = 0; l < cache->num_layers; ++l) n = std::min({n, cache->keys.length[l], cache->values.length[l]});
+    for (const fa_tq_layer& lay : cache->layers) n = std::min({n, lay.keys.length, lay.values.length});
     return n;
 }
 
 int fa_tq_quantize(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* vec, bool is_key) {
     constexpr const char* fn = "fa_tq_quantize";
-    if (int rc = check_pair(fn, state, cache)) return rc;
-    if (int rc = check_layer(fn, cache, layer)) return rc;
+    if (int rc = check_layer_state(fn, state, cache, layer)) return rc;
     if (int rc = check_not_null(fn, vec, "vec")) return rc;
     if (int rc = check_write_pos(fn, cache, layer, pos, is_key)) return rc;
-    thread_local std::vector<std::uint8_t> codes;
-    thread_local std::vector<float> scales;
-    if (int rc = encode_token(fn, state, cache, vec, is_key, codes, scales)) return rc;
-    commit_token(cache, layer, pos, is_key, codes, scales);
+    thread_local EncodedToken token;
+    if (int rc = encode_token(fn, state, cache, layer, pos, vec, is_key, token)) return rc;
+    commit_token(cache, layer, pos, is_key, token, vec);
     return FA_TQ_OK;
 }
 
 float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int layer, int start, int count,
                         bool is_key, float* out) {
     constexpr const char* fn = "fa_tq_dequantize";
-    if (check_pair(fn, state, cache) || check_layer(fn, cache, layer) || check_not_null(fn, out, "out")) return nullptr;
-    const fa_tq_stream& s = cache->stream(is_key);
-    const int length = s.length[layer];
-    const int oldest = cache->ring ? std::max(0, length - cache->max_seq_len) : 0;
-    if (count < 0 || start < oldest || start > length - count) {
+    if (check_layer_state(fn, state, cache, layer) || check_not_null(fn, out, "out")) return nullptr;
+    const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
+    const fa_tq_stream& s = lay.stream(is_key);
+    const int oldest = cache->ring ? std::max(0, s.length - cache->max_seq_len) : 0;
+    if (count < 0 || start < oldest || start > s.length - count) {
         fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": positions [" + std::to_string(start) + ", " +
                                             std::to_string(std::int64_t(start) + count) + ") are not within the " +
-                                            std::to_string(oldest) + ".." + std::to_string(length) +
+                                            std::to_string(oldest) + ".." + std::to_string(s.length) +
                                             " written in layer " + std::to_string(layer));
         return nullptr;
     }
     const tq_bit_kernels& k = is_key ? *state->kernels->key : *state->kernels->value;
-    const int d = state->head_dim;
-    for (int t = 0; t < count; ++t)
-        for (int h = 0; h < cache->num_heads; ++h) {
-            const std::size_t i = cache->stream_index(layer, h) + cache->slot(start + t);
-            k.decode(state->signs.data(), &s.codes[i * s.code_bytes], s.scales[i],
-                     out + (std::size_t(t) * cache->num_heads + h) * d);
+    const int d = state->head_dim, heads = cache->num_heads;
+    for (int t = 0; t < count; ++t) {
+        const long a = start + t + cache->evicted;
+        const std::uint16_t* mean = stored_mean(cache, lay, s, start + t);
+        for (int h = 0; h < heads; ++h) {
+            float* o = out + (std::size_t(t) * heads + h) * d;
+            if (is_sink(lay.levers, a)) {
+                std::memcpy(o, &s.sink_vectors[(std::size_t(h) * lay.levers.sinks + std::size_t(a)) * d],
+                            sizeof(float) * d);
+                continue;
+            }
+            const std::size_t i = cache->stream_index(h) + cache->slot(start + t);
+            k.decode(state->signs.data(), &s.codes[i * s.code_bytes],
+                     lay.levers.f16_scales ? half_to_float(s.scales16[i]) : s.scales32[i], o);
+            if (mean)
+                for (int j = 0; j < d; ++j) o[j] += half_to_float(mean[std::size_t(h) * d + j]);
         }
+    }
     return out;
 }
 
@@ -161,30 +223,52 @@ int fa_tq_cache_evict(fa_tq_cache* cache, int n) {
     if (n < 0 || n > shortest)
         return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": n must be in [0, " + std::to_string(shortest) +
                                                    "] (positions held by every layer), got " + std::to_string(n));
-    for (bool is_key : {true, false}) {
-        fa_tq_stream& s = cache->stream(is_key);
-        for (int l = 0; l < cache->num_layers; ++l) {
-            const std::size_t keep = static_cast<std::size_t>(s.length[l] - n);
+    for (fa_tq_layer& lay : cache->layers)
+        for (bool is_key : {true, false}) {
+            fa_tq_stream& s = lay.stream(is_key);
+            const std::size_t keep = static_cast<std::size_t>(s.length - n);
+            const std::size_t scale_bytes = lay.levers.f16_scales ? 2 : 4;
             for (int h = 0; h < cache->num_heads; ++h) {
-                const std::size_t base = cache->stream_index(l, h);
-                std::memmove(&s.codes[base * s.code_bytes], &s.codes[(base + n) * s.code_bytes], keep * s.code_bytes);
-                std::memmove(&s.scales[base], &s.scales[base + n], keep * sizeof(float));
+                const std::size_t base = cache->stream_index(h);
+                // data() + index, not &v[index]: index may be one past the end when n == length
+                std::memmove(s.codes.data() + base * s.code_bytes, s.codes.data() + (base + n) * s.code_bytes,
+                             keep * s.code_bytes);
+                auto* scales = lay.levers.f16_scales ? static_cast<void*>(s.scales16.data())
+                                                     : static_cast<void*>(s.scales32.data());
+                std::memmove(static_cast<char*>(scales) + base * scale_bytes,
+                             static_cast<char*>(scales) + (base + n) * scale_bytes, keep * scale_bytes);
             }
-            s.length[l] -= n;
+            s.length -= n;
         }
-    }
+    cache->evicted += n;
+    drop_evicted_means(cache);
     return FA_TQ_OK;
 }
 
 int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total) {
     if (int rc = check_not_null("fa_tq_cache_bytes", cache, "cache")) return rc;
-    const std::size_t token = std::size_t(cache->num_layers) * cache->num_heads *
-                              (cache->keys.code_bytes + sizeof(float) + cache->values.code_bytes + sizeof(float));
+    std::size_t token = 0, fixed = sizeof(fa_tq_cache);
+    for (const fa_tq_layer& lay : cache->layers) {
+        const std::size_t scale = lay.levers.f16_scales ? 2 : 4;
+        token += std::size_t(cache->num_heads) * (lay.keys.code_bytes + lay.values.code_bytes + 2 * scale);
+        for (bool is_key : {true, false}) {
+            const fa_tq_stream& s = lay.stream(is_key);
+            fixed += sizeof(fa_tq_layer) / 2 + s.means.capacity() * 2 + s.sum.size() * 8 + s.sink_vectors.size() * 4;
+        }
+    }
     if (per_token) *per_token = token;
-    if (total)
-        *total = sizeof(fa_tq_cache) + token * cache->max_seq_len +
-                 2 * sizeof(int) * static_cast<std::size_t>(cache->num_layers);
+    if (total) *total = fixed + token * cache->max_seq_len;
     return FA_TQ_OK;
+}
+
+double fa_tq_cache_bytes_per_token_all_in(const fa_tq_cache* cache) {
+    size_t token = 0;
+    if (fa_tq_cache_bytes(cache, &token, nullptr) != FA_TQ_OK) return -1;
+    double means = 0;  // one half-float mean of head_dim per block, amortized over the block
+    for (const fa_tq_layer& lay : cache->layers)
+        means += double(cache->num_heads) * (lay.keys.centered + lay.values.centered) * lay.head_dim * 2.0 /
+                 lay.levers.center_block;
+    return double(token) + means;
 }
 
 }  // extern "C"

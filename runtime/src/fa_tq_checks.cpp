@@ -15,25 +15,23 @@ int check_state(const char* fn, const fa_tq_state* state) {
     return FA_TQ_OK;
 }
 
-int check_pair(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache) {
+int check_layer_state(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, int layer) {
     if (int rc = check_state(fn, state)) return rc;
     if (!cache) return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": cache is NULL");
-    if (cache->head_dim != state->head_dim || cache->key_eighths != state->key_eighths ||
-        cache->value_eighths != state->value_eighths || cache->seed != state->seed ||
-        cache->scale_kind != state->scale_kind)
-        return fail(TQ_ERROR_INVALID_ARGUMENT,
-                    std::string(fn) + ": the cache was made by another quantizer (head_dim " +
-                        std::to_string(cache->head_dim) + ", K" + rate_text(cache->key_eighths) + "/V" +
-                        rate_text(cache->value_eighths) + ") than this state (head_dim " +
-                        std::to_string(state->head_dim) + ", K" + rate_text(state->key_eighths) + "/V" +
-                        rate_text(state->value_eighths) + ", or a different seed or scale)");
-    return FA_TQ_OK;
-}
-
-int check_layer(const char* fn, const fa_tq_cache* cache, int layer) {
     if (layer < 0 || layer >= cache->num_layers)
         return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": layer " + std::to_string(layer) +
                                                    " out of range [0, " + std::to_string(cache->num_layers) + ")");
+    const fa_tq_layer& l = cache->layers[std::size_t(layer)];
+    if (l.head_dim != state->head_dim || l.key_eighths != state->key_eighths ||
+        l.value_eighths != state->value_eighths || l.seed != state->seed || l.scale_kind != state->scale_kind ||
+        !(l.levers == state->levers))
+        return fail(TQ_ERROR_INVALID_ARGUMENT,
+                    std::string(fn) + ": layer " + std::to_string(layer) +
+                        " of the cache was made by another quantizer (head_dim " + std::to_string(l.head_dim) +
+                        ", K" + rate_text(l.key_eighths) + "/V" + rate_text(l.value_eighths) +
+                        ") than this state (head_dim " + std::to_string(state->head_dim) + ", K" +
+                        rate_text(state->key_eighths) + "/V" + rate_text(state->value_eighths) +
+                        ", or a different seed, scale or lever)");
     return FA_TQ_OK;
 }
 
@@ -43,7 +41,7 @@ int check_not_null(const char* fn, const void* p, const char* name) {
 }
 
 int check_write_pos(const char* fn, const fa_tq_cache* cache, int layer, int pos, bool is_key) {
-    const int length = cache->stream(is_key).length[layer];
+    const int length = cache->layers[std::size_t(layer)].stream(is_key).length;
     const int oldest = cache->ring ? std::max(0, length - cache->max_seq_len) : 0;
     const int limit = cache->ring ? length : std::min(length, cache->max_seq_len - 1);
     if (pos < oldest || pos > limit || pos == std::numeric_limits<int>::max())

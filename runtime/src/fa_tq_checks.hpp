@@ -7,9 +7,9 @@
 namespace tq::detail {
 
 int check_state(const char* fn, const fa_tq_state* state);
-// The cache exists and was made for this state's head_dim, bits, seed and scale.
-int check_pair(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache);
-int check_layer(const char* fn, const fa_tq_cache* cache, int layer);
+// state and cache exist, layer is in range, and that layer was made for this
+// state's head_dim, bits, seed, scale and levers.
+int check_layer_state(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, int layer);
 int check_not_null(const char* fn, const void* p, const char* name);
 // pos may overwrite a written position still in the window, or append the next one.
 int check_write_pos(const char* fn, const fa_tq_cache* cache, int layer, int pos, bool is_key);

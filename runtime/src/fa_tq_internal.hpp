@@ -6,37 +6,65 @@
 #include <cstdint>
 #include <vector>
 
+// The quality levers of a config, resolved (no "default" left).
+struct fa_tq_levers {
+    bool f16_scales;     // scales stored as IEEE half (else float)
+    bool center_keys;    // subtract a running mean per (layer, KV head) before quantizing
+    bool center_values;
+    int center_block;    // positions per mean block (a power of two)
+    int sinks;           // the first `sinks` positions are kept exact (float)
+    bool operator==(const fa_tq_levers&) const = default;
+};
+
 struct fa_tq_state {
     int head_dim;
     int key_eighths;    // bits per coordinate, in eighths
     int value_eighths;
     int scale_kind;  // tq_scale_kind, resolved from fa_tq_config::scale
     std::uint64_t seed;
+    fa_tq_levers levers;
     const tq_kernels* kernels;
     std::vector<float> signs;  // ±1/sqrt(head_dim)
 };
 
-// One kind (keys or values) of the cache: per (layer, head) a stream of
-// max_seq_len packed codes and one of max_seq_len scales.
+// One kind (keys or values) of one layer: per KV head a stream of max_seq_len
+// packed codes and one of max_seq_len scales, plus the centering means and the
+// exact sink vectors.
 struct fa_tq_stream {
     std::size_t code_bytes = 0;
-    std::vector<std::uint8_t> codes;  // [layer][head][slot][code_bytes]
-    std::vector<float> scales;        // [layer][head][slot]
-    std::vector<int> length;          // per layer: positions written (absolute in ring mode)
+    bool centered = false;
+    std::vector<std::uint8_t> codes;     // [head][slot][code_bytes]
+    std::vector<float> scales32;         // [head][slot], when scales are float
+    std::vector<std::uint16_t> scales16; // [head][slot], when scales are half
+    int length = 0;                      // positions written (absolute in ring mode)
+    // Centering (docs/levers.md): the running sum of every appended non-sink
+    // vector, and one mean per block of positions (half floats), for the blocks
+    // first_block .. first_block + means.size() / (heads * d) - 1.
+    std::vector<double> sum;             // [head][d]
+    long count = 0;
+    long first_block = 0;
+    std::vector<std::uint16_t> means;    // [block][head][d]
+    std::vector<float> sink_vectors;     // [head][sink][d]
 };
 
-struct fa_tq_cache {
-    // The quantizer this cache belongs to; calls with another are refused.
+// A layer: the quantizer it was made for (calls with another are refused) and its streams.
+struct fa_tq_layer {
     int head_dim, key_eighths, value_eighths, scale_kind;
     std::uint64_t seed;
-    int num_layers, num_heads, max_seq_len;
-    bool ring;
+    fa_tq_levers levers;
     fa_tq_stream keys, values;
 
     fa_tq_stream& stream(bool is_key) { return is_key ? keys : values; }
     const fa_tq_stream& stream(bool is_key) const { return is_key ? keys : values; }
-    std::size_t stream_index(int layer, int head) const {
-        return (static_cast<std::size_t>(layer) * num_heads + head) * max_seq_len;
-    }
+};
+
+struct fa_tq_cache {
+    int num_layers, num_heads, max_seq_len;
+    bool ring;
+    long evicted = 0;  // positions dropped by evict since the last clear (absolute = pos + evicted)
+    std::vector<fa_tq_layer> layers;
+
+    // Index of (head, slot) in a stream's per-slot arrays.
+    std::size_t stream_index(int head) const { return static_cast<std::size_t>(head) * max_seq_len; }
     int slot(int pos) const { return ring ? pos % max_seq_len : pos; }
 };

@@ -9,11 +9,50 @@
 namespace {
 // Chosen by measurement (docs/scale.md): lower MSE and higher attention fidelity.
 constexpr int kDefaultScaleKind = TQ_SCALE_LEAST_SQUARES;
+// Chosen by measurement on two model families (docs/levers.md).
+constexpr fa_tq_center kDefaultCenter = FA_TQ_CENTER_KEYS;
+constexpr int kDefaultCenterBlock = 64;
+constexpr int kDefaultSinks = FA_TQ_NO_SINKS;
+constexpr int kMaxSinks = 64, kMaxCenterBlock = 65536;
+
+// The levers of a config, defaults filled in; false (with a message) if a field is invalid.
+bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
+    using tq::detail::fail;
+    const auto bad = [](const std::string& what) {
+        fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config." + what);
+        return false;
+    };
+    switch (c.scale_format) {
+        case FA_TQ_SCALE_FORMAT_DEFAULT:
+        case FA_TQ_SCALE_FORMAT_F16: out.f16_scales = true; break;
+        case FA_TQ_SCALE_FORMAT_F32: out.f16_scales = false; break;
+        default:
+            return bad("scale_format " + std::to_string(int(c.scale_format)) +
+                       " is not an fa_tq_scale_format (0 default, 1 half, 2 float)");
+    }
+    const int center = c.center == FA_TQ_CENTER_DEFAULT ? kDefaultCenter : int(c.center);
+    if (center < FA_TQ_CENTER_NONE || center > FA_TQ_CENTER_BOTH)
+        return bad("center " + std::to_string(int(c.center)) +
+                   " is not an fa_tq_center (0 default, 1 none, 2 keys, 3 values, 4 both)");
+    out.center_keys = center == FA_TQ_CENTER_KEYS || center == FA_TQ_CENTER_BOTH;
+    out.center_values = center == FA_TQ_CENTER_VALUES || center == FA_TQ_CENTER_BOTH;
+    out.center_block = c.center_block == 0 ? kDefaultCenterBlock : c.center_block;
+    if (out.center_block < 1 || out.center_block > kMaxCenterBlock || (out.center_block & (out.center_block - 1)))
+        return bad("center_block " + std::to_string(c.center_block) + " is not 0 or a power of two in [1, 65536]");
+    const int sinks = c.sinks == 0 ? kDefaultSinks : c.sinks;
+    if (sinks != FA_TQ_NO_SINKS && (sinks < 1 || sinks > kMaxSinks))
+        return bad("sinks " + std::to_string(c.sinks) + " is not 0 (default), -1 (none) or in [1, 64]");
+    out.sinks = sinks == FA_TQ_NO_SINKS ? 0 : sinks;
+    return true;
+}
 }  // namespace
 
 extern "C" {
 
-fa_tq_config fa_tq_config_default(void) { return fa_tq_config{4, 2, FA_TQ_SCALE_DEFAULT}; }
+fa_tq_config fa_tq_config_default(void) {
+    return fa_tq_config{4, 2, FA_TQ_SCALE_LEAST_SQUARES, FA_TQ_SCALE_FORMAT_F16, kDefaultCenter, kDefaultCenterBlock,
+                        kDefaultSinks};
+}
 
 fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
     using tq::detail::fail;
@@ -27,6 +66,8 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
                                                 " is not an fa_tq_scale (0 default, 1 norm, 2 least squares)");
             return nullptr;
     }
+    fa_tq_levers levers{};
+    if (!resolve_levers(config, levers)) return nullptr;
     const tq_kernels* kernels = nullptr;
     if (tq_find(head_dim, config.key_bits, config.value_bits, &kernels) != TQ_OK) {
         fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: ") + tq_last_error());
@@ -34,7 +75,7 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
     }
     try {
         auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,
-                                      seed, kernels,
+                                      seed, levers, kernels,
                                       std::vector<float>(head_dim)};
         tq_rotation_signs(head_dim, seed, state->signs.data());
         return state;

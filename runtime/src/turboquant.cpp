@@ -1,6 +1,7 @@
 // The C++ API: size checks on spans, then the C API, whose failures become tq::Error.
 #include "turboquant/turboquant.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace tq {
@@ -19,39 +20,58 @@ void check_size(const char* what, std::size_t got, std::size_t want) {
 }  // namespace
 
 Quantizer::Quantizer(int head_dim, Config config, std::uint64_t seed)
-    : state_(fa_tq_init(head_dim, fa_tq_config{config.key_bits, config.value_bits, config.scale}, seed)),
+    : state_(fa_tq_init(head_dim,
+                        fa_tq_config{config.key_bits, config.value_bits, config.scale, config.scale_format,
+                                     config.center, config.center_block, config.sinks},
+                        seed)),
       head_dim_(head_dim) {
     if (!state_) throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
 KVCache::KVCache(const Quantizer& quantizer, int num_layers, int num_heads, int max_seq_len, Mode mode)
-    : quantizer_(&quantizer),
+    : quantizers_(std::size_t(std::max(num_layers, 0)), &quantizer),
       cache_(mode == Mode::ring ? fa_tq_cache_new_ring(quantizer.get(), num_layers, num_heads, max_seq_len)
                                 : fa_tq_cache_new(quantizer.get(), num_layers, num_heads, max_seq_len)),
       num_heads_(num_heads) {
     if (!cache_) throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
+KVCache::KVCache(std::span<const Quantizer* const> layers, int num_heads, int max_seq_len, Mode mode)
+    : quantizers_(layers.begin(), layers.end()), num_heads_(num_heads) {
+    std::vector<const fa_tq_state*> states;
+    for (const Quantizer* q : layers) {
+        if (!q) throw Error(TQ_ERROR_INVALID_ARGUMENT, "tq::KVCache: a layer's Quantizer is null");
+        states.push_back(q->get());
+    }
+    cache_.reset(fa_tq_cache_new_layers(states.data(), int(states.size()), num_heads, max_seq_len, mode == Mode::ring));
+    if (!cache_) throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
+}
+
+const fa_tq_state* KVCache::state(int layer) const {
+    // An out-of-range layer passes a null state, which the C API refuses with a message.
+    return layer >= 0 && std::size_t(layer) < quantizers_.size() ? quantizers_[std::size_t(layer)]->get() : nullptr;
+}
+
 void KVCache::quantize(int layer, int pos, std::span<const float> vec, Kind kind) {
-    check_size("vec", vec.size(), std::size_t(num_heads_) * quantizer_->head_dim());
-    check(fa_tq_quantize(quantizer_->get(), cache_.get(), layer, pos, vec.data(), kind == Kind::key));
+    check_size("vec", vec.size(), std::size_t(num_heads_) * head_dim());
+    check(fa_tq_quantize(state(layer), cache_.get(), layer, pos, vec.data(), kind == Kind::key));
 }
 
 void KVCache::dequantize(int layer, int start, int count, Kind kind, std::span<float> out) const {
     if (count < 0) throw Error(TQ_ERROR_INVALID_ARGUMENT, "tq::KVCache::dequantize: count is negative");
-    check_size("out", out.size(), std::size_t(count) * num_heads_ * quantizer_->head_dim());
-    if (!fa_tq_dequantize(quantizer_->get(), cache_.get(), layer, start, count, kind == Kind::key, out.data()))
+    check_size("out", out.size(), std::size_t(count) * num_heads_ * head_dim());
+    if (!fa_tq_dequantize(state(layer), cache_.get(), layer, start, count, kind == Kind::key, out.data()))
         throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
 void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<const float> k,
                         std::span<const float> v, std::span<float> out, float softmax_scale) {
-    const std::size_t d = quantizer_->head_dim(), kv = std::size_t(num_heads_) * d;
+    const std::size_t d = head_dim(), kv = std::size_t(num_heads_) * d;
     check_size("k", k.size(), kv);
     check_size("v", v.size(), kv);
     check_size("out", out.size(), q.size());
     if (q.size() % d != 0) check_size("q", q.size(), (q.size() / d + 1) * d);
-    check(fa_tq_attention(quantizer_->get(), cache_.get(), layer, pos, q.data(), int(q.size() / d), k.data(), v.data(),
+    check(fa_tq_attention(state(layer), cache_.get(), layer, pos, q.data(), int(q.size() / d), k.data(), v.data(),
                           softmax_scale, out.data()));
 }
 
@@ -64,6 +84,8 @@ std::size_t KVCache::bytes_per_token() const {
     check(fa_tq_cache_bytes(cache_.get(), &n, nullptr));
     return n;
 }
+
+double KVCache::bytes_per_token_all_in() const { return fa_tq_cache_bytes_per_token_all_in(cache_.get()); }
 
 std::size_t KVCache::bytes_total() const {
     std::size_t n = 0;

@@ -18,9 +18,10 @@
  * need exclusive access to the cache.
  *
  * Storage: per (layer, KV head) a contiguous stream of packed codes over
- * positions plus a stream of float scales, for keys and for values
- * (docs/packed-format.md).  K4/V2 at head_dim 128: 64 + 4 + 32 + 4 = 104 bytes
- * per token per KV head, 9.8x smaller than FP32.
+ * positions plus a stream of half-float scales, for keys and for values
+ * (docs/packed-format.md), and the centering means (docs/levers.md).  K4/V2 at
+ * head_dim 128: 64 + 2 + 32 + 2 = 100 bytes per token per KV head, 10.2x smaller
+ * than FP32.
  */
 #ifndef TURBOQUANT_TURBOQUANT_H
 #define TURBOQUANT_TURBOQUANT_H
@@ -46,20 +47,48 @@ typedef enum fa_tq_scale {
     FA_TQ_SCALE_LEAST_SQUARES = 2  /* s = ‖x‖ <u, ĉ> / ‖ĉ‖² */
 } fa_tq_scale;
 
+/* How the cache stores each vector's scale (docs/packed-format.md, format 2):
+ * IEEE half by default (2 bytes; scales beyond 65504 are refused with
+ * TQ_ERROR_RANGE), or float (4 bytes, format 1, any finite scale). */
+typedef enum fa_tq_scale_format {
+    FA_TQ_SCALE_FORMAT_DEFAULT = 0,
+    FA_TQ_SCALE_FORMAT_F16 = 1,
+    FA_TQ_SCALE_FORMAT_F32 = 2
+} fa_tq_scale_format;
+
+/* Centering (docs/levers.md): per (layer, KV head), subtract a running mean
+ * before quantizing and add it back in attention, exactly.  The mean of a block
+ * of positions is the mean of every earlier position, frozen when the block
+ * opens, and stored with the block (half floats, head_dim per block). */
+typedef enum fa_tq_center {
+    FA_TQ_CENTER_DEFAULT = 0,
+    FA_TQ_CENTER_NONE = 1,
+    FA_TQ_CENTER_KEYS = 2,
+    FA_TQ_CENTER_VALUES = 3,
+    FA_TQ_CENTER_BOTH = 4
+} fa_tq_center;
+
 /* Bit allocation, in bits per coordinate: whole, or in steps of 1/8 (3.5 puts
- * half the coordinates at 4 bits and half at 3).  Bits must be compiled into
- * this build (TQ_BITS); a zero `scale` (as in `fa_tq_config c = {4, 2};`) means
- * FA_TQ_SCALE_DEFAULT. */
+ * half the coordinates at 4 bits and half at 3), and the quality levers.  Bits
+ * must be compiled into this build (TQ_BITS).  A zero field (as in
+ * `fa_tq_config c = {4, 2};`) means the library's default for that field;
+ * fa_tq_config_default() spells every default out. */
 typedef struct {
     float key_bits;    /* default 4 */
     float value_bits;  /* default 2 */
     fa_tq_scale scale; /* default FA_TQ_SCALE_DEFAULT */
+    fa_tq_scale_format scale_format; /* default: half */
+    fa_tq_center center;             /* default: see docs/levers.md */
+    int center_block;   /* positions per mean block, a power of two in [1, 65536]; 0: default */
+    int sinks;          /* the first positions kept exact (float): 0 default, FA_TQ_NO_SINKS none, else 1..64 */
 } fa_tq_config;
+
+#define FA_TQ_NO_SINKS (-1)
 
 typedef struct fa_tq_state fa_tq_state;
 typedef struct fa_tq_cache fa_tq_cache;
 
-/* K4/V2 with the default scale. */
+/* K4/V2 with every lever at the library's default (docs/levers.md). */
 fa_tq_config fa_tq_config_default(void);
 
 /* The quantizer for head_dim and config; seed fixes the rotation.  NULL if
@@ -67,13 +96,19 @@ fa_tq_config fa_tq_config_default(void);
 fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed);
 void fa_tq_free(fa_tq_state* state); /* NULL is a no-op */
 
-/* A cache of num_layers × num_heads (KV heads) × max_seq_len positions.
+/* A cache of num_layers × num_heads (KV heads) × max_seq_len positions, every
+ * layer quantized by `state`.
  * Positions are written in order: pos may overwrite any written position or
  * append the next one (pos == length), never leave a gap. */
 fa_tq_cache* fa_tq_cache_new(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len);
 /* The same, as a ring buffer: pos is absolute (below INT_MAX), stored at slot
  * pos % max_seq_len; attention sees the last max_seq_len positions. */
 fa_tq_cache* fa_tq_cache_new_ring(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len);
+/* Per-layer configs: layer l is quantized by layer_states[l] (one head_dim for
+ * all; bits, scale, seed and levers may differ), and every call on layer l
+ * takes that state.  ring as in fa_tq_cache_new_ring. */
+fa_tq_cache* fa_tq_cache_new_layers(const fa_tq_state* const* layer_states, int num_layers, int num_heads,
+                                    int max_seq_len, bool ring);
 void fa_tq_cache_free(fa_tq_cache* cache); /* NULL is a no-op */
 /* Forget every position (lengths back to 0); the memory stays allocated. */
 int fa_tq_cache_clear(fa_tq_cache* cache);
@@ -107,8 +142,13 @@ int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int
 int fa_tq_cache_evict(fa_tq_cache* cache, int n);
 
 /* Bytes per token (all layers and KV heads, keys and values, codes and scales)
- * and the cache's total allocation.  Either pointer may be NULL. */
+ * and the cache's total allocation (with the means, sinks and running sums).
+ * Either pointer may be NULL. */
 int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total);
+/* Bytes per token all in: codes, scales, and the centering means amortized
+ * over their block (head_dim half floats per center_block positions); the
+ * figure to compare formats by.  -1 on NULL. */
+double fa_tq_cache_bytes_per_token_all_in(const fa_tq_cache* cache);
 
 /* The message of the last failed call on this thread ("" if none); its status
  * code is tq_last_status() (registry.h). */

@@ -13,13 +13,19 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace tq {
 
+// fa_tq_config's fields; zero (the defaults here) means the library's default.
 struct Config {
     float key_bits = 4;    // whole, or in steps of 1/8 (3.5)
     float value_bits = 2;
     fa_tq_scale scale = FA_TQ_SCALE_DEFAULT;
+    fa_tq_scale_format scale_format = FA_TQ_SCALE_FORMAT_DEFAULT;
+    fa_tq_center center = FA_TQ_CENTER_DEFAULT;
+    int center_block = 0;  // positions per mean block (a power of two)
+    int sinks = 0;         // first positions kept exact; FA_TQ_NO_SINKS for none
 };
 
 enum class Kind { key, value };
@@ -39,12 +45,14 @@ private:
     int head_dim_;
 };
 
-// A compressed cache of layers × KV heads × positions.  Keeps a pointer to its
-// Quantizer, which must outlive it.
+// A compressed cache of layers × KV heads × positions.  Keeps pointers to its
+// Quantizers, which must outlive it.
 class KVCache {
 public:
     enum class Mode { linear, ring };
     KVCache(const Quantizer& quantizer, int num_layers, int num_heads, int max_seq_len, Mode mode = Mode::linear);
+    // Per-layer configs: layer l is quantized by *layers[l] (one head dim for all).
+    KVCache(std::span<const Quantizer* const> layers, int num_heads, int max_seq_len, Mode mode = Mode::linear);
 
     // vec: num_heads * head_dim floats.
     void quantize(int layer, int pos, std::span<const float> vec, Kind kind);
@@ -56,15 +64,18 @@ public:
     void evict(int n);
     void clear();
     int seq_len() const;
-    std::size_t bytes_per_token() const;
+    std::size_t bytes_per_token() const;  // codes and scales
+    double bytes_per_token_all_in() const;  // with the centering means, amortized
     std::size_t bytes_total() const;
     int num_heads() const noexcept { return num_heads_; }
+    int head_dim() const noexcept { return quantizers_.empty() ? 0 : quantizers_.front()->head_dim(); }
 
 private:
     struct Free {
         void operator()(fa_tq_cache* c) const noexcept { fa_tq_cache_free(c); }
     };
-    const Quantizer* quantizer_;
+    const fa_tq_state* state(int layer) const;
+    std::vector<const Quantizer*> quantizers_;  // per layer
     std::unique_ptr<fa_tq_cache, Free> cache_;
     int num_heads_;
 };
