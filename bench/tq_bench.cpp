@@ -101,7 +101,7 @@ DecodeSetup& decode_setup(const std::string& isa, int seq) {
         slot = std::make_unique<DecodeSetup>();
         DecodeSetup& s = *slot;
         tq_set_isa(isa.c_str());
-        s.state = fa_tq_init(kDim, fa_tq_config{4, 2, FA_TQ_SCALE_DEFAULT}, 1);
+        s.state = fa_tq_init(kDim, fa_tq_config_default(), 1);
         tq_set_isa(nullptr);
         s.cache = fa_tq_cache_new(s.state, 1, kHeads, seq);
         const auto& keys = fp32_history(seq, 0);

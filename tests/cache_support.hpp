@@ -16,6 +16,21 @@ inline bool has_config(int d, float kb, float vb) {
     return tq_find(d, kb, vb, &k) == TQ_OK;
 }
 
+// A C config; the fields not given are 0, the library's defaults.
+inline fa_tq_config config(float key_bits, float value_bits, fa_tq_scale_format format = FA_TQ_SCALE_FORMAT_DEFAULT,
+                           fa_tq_center center = FA_TQ_CENTER_DEFAULT, int center_block = 0, int sinks = 0,
+                           fa_tq_scale scale = FA_TQ_SCALE_DEFAULT) {
+    fa_tq_config c{};
+    c.key_bits = key_bits;
+    c.value_bits = value_bits;
+    c.scale = scale;
+    c.scale_format = format;
+    c.center = center;
+    c.center_block = center_block;
+    c.sinks = sinks;
+    return c;
+}
+
 // The compiled head dim closest to 128 (the spec's).
 inline int main_head_dim() {
     int best = tq::variants().front().head_dim;

@@ -14,27 +14,49 @@ using tq::Kind;
 namespace {
 
 // Everything a call could change.
+struct StreamState {
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales32, sinks;
+    std::vector<std::uint16_t> scales16, means;
+    std::vector<double> sum;
+    long length, count, first_block;
+    explicit StreamState(const fa_tq_stream& s)
+        : codes(s.codes), scales32(s.scales32), sinks(s.sink_vectors), scales16(s.scales16), means(s.means),
+          sum(s.sum), length(s.length), count(s.count), first_block(s.first_block) {}
+    bool operator==(const StreamState&) const = default;
+};
+
 struct Snapshot {
-    std::vector<std::uint8_t> kc, vc;
-    std::vector<float> ks, vs;
-    std::vector<int> kl, vl;
-    explicit Snapshot(const fa_tq_cache* c)
-        : kc(c->keys.codes), vc(c->values.codes), ks(c->keys.scales), vs(c->values.scales), kl(c->keys.length),
-          vl(c->values.length) {}
+    std::vector<StreamState> streams;
+    long evicted;
+    explicit Snapshot(const fa_tq_cache* c) : evicted(c->evicted) {
+        for (const fa_tq_layer& l : c->layers) {
+            streams.emplace_back(l.keys);
+            streams.emplace_back(l.values);
+        }
+    }
     bool operator==(const Snapshot&) const = default;
 };
 
 }  // namespace
 
-TEST_CASE("cache: bytes per token, K4/V2 at d=128 is 104 per KV head") {
+TEST_CASE("cache: bytes per token, K4/V2 at d=128 is 100 per KV head (104 with float scales)") {
     if (!tq::test::has_config(128, 4, 2)) return;
     const tq::Quantizer quant(128, {4, 2});
     KVCache cache(quant, 4, 16, 2048);
-    CHECK(cache.bytes_per_token() == 4 * 16 * 104);
-    CHECK(cache.bytes_total() >= 4 * 16 * 104 * 2048);
-    CHECK(cache.bytes_total() < 4 * 16 * 104 * 2048 + 4096);
+    CHECK(cache.bytes_per_token() == 4 * 16 * 100);
+    // the default centers keys: one half-float mean of 128 per block of 64 positions
+    CHECK(cache.bytes_per_token_all_in() == doctest::Approx(4 * 16 * (100 + 128 * 2.0 / 64)));
+    // plus, per (layer, head), the means of the blocks one window can touch (6 + 3 + 2048 / 64
+    // of 128 halves) and the running sum (128 doubles)
+    CHECK(cache.bytes_total() >= 4 * 16 * 100 * 2048);
+    CHECK(cache.bytes_total() < 4 * 16 * (100 * 2048 + 41 * 128 * 2 + 128 * 8) + 4096);
     const double fp32 = 4.0 * 16 * 128 * 4 * 2;
-    CHECK(fp32 / double(cache.bytes_per_token()) >= 9.8);
+    CHECK(fp32 / cache.bytes_per_token_all_in() >= 9.8);
+    const tq::Quantizer plain(128, {4, 2, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE});
+    KVCache float_scales(plain, 4, 16, 2048);
+    CHECK(float_scales.bytes_per_token() == 4 * 16 * 104);
+    CHECK(float_scales.bytes_per_token_all_in() == 4 * 16 * 104);
 }
 
 TEST_CASE("cache: seq_len is the length every layer holds for keys and values") {
@@ -97,8 +119,9 @@ TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last win
     CHECK_THROWS_AS(ring.dequantize(0, n - max_seq - 1, 1, Kind::key, one), tq::Error);  // overwritten
     CHECK_THROWS_AS(ring.quantize(0, n - max_seq - 1, {x.data(), token}, Kind::key), tq::Error);
     ring.quantize(0, n - 2, {x.data(), token}, Kind::key);  // overwrite inside the window
+    linear.quantize(0, n - 2, {x.data(), token}, Kind::key);
     ring.dequantize(0, n - 2, 1, Kind::key, one);
-    linear.dequantize(0, 0, 1, Kind::key, {got.data(), token});
+    linear.dequantize(0, n - 2, 1, Kind::key, {got.data(), token});
     CHECK(std::equal(one.begin(), one.end(), got.begin()));
     CHECK_THROWS_AS(ring.evict(1), tq::Error);
 }
@@ -106,7 +129,8 @@ TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last win
 TEST_CASE("cache: bad input returns the documented error and leaves the cache byte-identical") {
     const int d = tq::test::main_head_dim(), L = 2, H = 2, max_seq = 8;
     const auto& v = tq::variants().front();
-    const fa_tq_config config{tq::rate(v), tq::rate(v), FA_TQ_SCALE_DEFAULT};
+    // float scales: the keys of norm 1e30 below stay storable
+    const fa_tq_config config = tq::test::config(tq::rate(v), tq::rate(v), FA_TQ_SCALE_FORMAT_F32);
     fa_tq_state* s = fa_tq_init(d, config, 1);
     fa_tq_state* other = fa_tq_init(d, config, 2);  // another seed
     REQUIRE(s);
@@ -217,8 +241,19 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(fa_tq_init(100, config, 1) == nullptr);
     CHECK(tq_last_status() == TQ_ERROR_UNSUPPORTED);
     CHECK(std::string(fa_tq_last_error()).find("this build has head_dim") != std::string::npos);
-    CHECK(fa_tq_init(d, fa_tq_config{9, 2, FA_TQ_SCALE_DEFAULT}, 1) == nullptr);
-    CHECK(fa_tq_init(d, fa_tq_config{tq::rate(v), tq::rate(v), static_cast<fa_tq_scale>(3)}, 1) == nullptr);
+    CHECK(fa_tq_init(d, tq::test::config(9, 2), 1) == nullptr);
+    CHECK(fa_tq_init(d, tq::test::config(tq::rate(v), tq::rate(v), FA_TQ_SCALE_FORMAT_DEFAULT, FA_TQ_CENTER_DEFAULT, 0, 0, static_cast<fa_tq_scale>(3)), 1) == nullptr);
+    for (fa_tq_config bad : {tq::test::config(4, 2, static_cast<fa_tq_scale_format>(3)),
+                             tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_DEFAULT, static_cast<fa_tq_center>(5)),
+                             tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_DEFAULT, FA_TQ_CENTER_KEYS, 48),
+                             tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_DEFAULT, FA_TQ_CENTER_KEYS, -64),
+                             tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_DEFAULT, FA_TQ_CENTER_KEYS, 64, 65),
+                             tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_DEFAULT, FA_TQ_CENTER_KEYS, 64, -2)}) {
+        bad.key_bits = bad.value_bits = tq::rate(v);
+        CHECK(fa_tq_init(d, bad, 1) == nullptr);
+        CHECK(tq_last_status() == TQ_ERROR_INVALID_ARGUMENT);
+        CHECK(std::string(fa_tq_last_error()).find("fa_tq_init: config.") == 0);
+    }
     CHECK(fa_tq_cache_new(nullptr, 1, 1, 1) == nullptr);
     CHECK(fa_tq_cache_new(s, 0, 1, 1) == nullptr);
     CHECK(fa_tq_cache_new(s, 1, -2, 1) == nullptr);
