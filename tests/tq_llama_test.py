@@ -160,7 +160,7 @@ def check_model(tq_llama: str, model: str) -> None:
 
     # llama.cpp's cache formats on two of those windows: real block bytes (30 layers × 3 KV heads
     # × K and V × 2 blocks of 18 or 34 bytes), and q8_0 far closer to FP32 than q4_0.
-    # Measured on 2 windows: q4_0 (rotated) KL 0.05, q8_0-norot 0.0002.
+    # Measured on these 2 windows: q4_0 (rotated) +5.3%, KL 0.081; q8_0-norot -0.1%, KL 0.0013.
     r = run([tq_llama, "perplexity", *m, "--text", GPL3, "--window", reference["window"], "--windows", 2,
              "--sweep", "q4_0,q8_0-norot"])
     rows = sweep_rows(r.stdout)
@@ -172,8 +172,8 @@ def check_model(tq_llama: str, model: str) -> None:
         if bytes_per_token != {"fp32": 46080, "q4_0": 30 * 3 * 2 * 2 * 18, "q8_0-norot": 30 * 3 * 2 * 2 * 34}:
             failures.append(f"ggml KV bytes per token {bytes_per_token}")
         kl_q4, kl_q8 = float(rows["q4_0"][4]), float(rows["q8_0-norot"][4])
-        if not (kl_q8 < 0.002 and kl_q4 < 0.15 and kl_q8 * 20 < kl_q4):
-            failures.append(f"ggml caches' KL: q4_0 {kl_q4} (bound 0.15), q8_0-norot {kl_q8} (bound 0.002, and 20× below q4_0's)")
+        if not (kl_q8 < 0.003 and kl_q4 < 0.15 and kl_q8 * 20 < kl_q4):
+            failures.append(f"ggml caches' KL: q4_0 {kl_q4} (bound 0.15), q8_0-norot {kl_q8} (bound 0.003, and 20× below q4_0's)")
 
     # Greedy generation through the packed cache, with its figures printed.
     r = run([tq_llama, "generate", *m, "--prompt", reference["prompt"], "--tokens", 4, "--kv-cache", "tq", "--k-bits", 4,
