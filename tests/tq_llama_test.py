@@ -6,8 +6,9 @@
   model      on SmolLM2-135M-Instruct (tools/setup-model.sh), against llama.cpp's FP32-KV
              reference (tests/fixtures/make_llamacpp_reference.py): identical tokens,
              the same top-1 and close logits on a fixed prompt, perplexity within 1% on
-             4 windows of 512 tokens of GPL-3; and the TurboQuant caches on those windows
-             within bounds a little looser than measured (docs/quality.md)
+             4 windows of 512 tokens of GPL-3; the TurboQuant caches on those windows
+             within bounds a little looser than measured (docs/quality.md); and two of
+             llama.cpp's cache formats (q4_0 rotated, q8_0 plain): their bytes and KL
 """
 from __future__ import annotations
 
@@ -67,7 +68,13 @@ def check_arguments(tq_llama: str) -> None:
         expect_error([tq_llama, "generate", "--prompt", "hi"], "--model is required", 2)
         expect_error([tq_llama, "generate", *m], "give one of --prompt and --prompt-file", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", "0"], "--tokens: expected an integer >= 1", 2)
-        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "fp16"], "expected fp32 or tq", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "fp16"], "expected fp32, tq, q8_0", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "q3_0"], "got 'q3_0'", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "q4_0-rot"], "-norot for no rotation; got 'q4_0-rot'", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "q4_0", "--k-bits", "4"], "need --kv-cache tq", 2)
+        expect_error([tq_llama, "perplexity", *m, "--text", text, "--sweep", "q4_0,q3_0"], "or a ggml type", 2)
+        expect_error([tq_llama, "perplexity", *m, "--text", text, "--sweep", "q4_0-norot-norot"], "got 'q4_0-norot-norot'", 2)
+        expect_error([tq_llama, "perplexity", *m, "--text", text, "--sweep", "q8_0", "--kv-cache", "q8_0"], "drop --kv-cache", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--k-bits", "4"], "need --kv-cache tq", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", "3.3"], "steps of 1/8", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--v-bits", "nan"], "steps of 1/8", 2)
@@ -87,7 +94,7 @@ def sweep_rows(stdout: str) -> dict[str, list[str]]:
     rows = {}
     for line in stdout.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 6 and (cells[0] == "fp32" or cells[0].startswith("tq ")):
+        if len(cells) == 6 and re.fullmatch(r"fp32|tq K\S+|(q8_0|q4_0|q5_0|q5_1|iq4_nl)(-norot)?", cells[0]):
             rows[cells[0]] = cells
     return rows
 
@@ -150,6 +157,23 @@ def check_model(tq_llama: str, model: str) -> None:
     bytes_per_token = {name: int(row[1]) for name, row in rows.items()}
     if bytes_per_token != {"fp32": 46080, "tq K8/V8": 12240, "tq K4/V4": 6480, "tq K4/V2": 5040}:
         failures.append(f"KV bytes per token {bytes_per_token}")
+
+    # llama.cpp's cache formats on two of those windows: real block bytes (30 layers × 3 KV heads
+    # × K and V × 2 blocks of 18 or 34 bytes), and q8_0 far closer to FP32 than q4_0.
+    # Measured on these 2 windows: q4_0 (rotated) +5.3%, KL 0.081; q8_0-norot -0.1%, KL 0.0013.
+    r = run([tq_llama, "perplexity", *m, "--text", GPL3, "--window", reference["window"], "--windows", 2,
+             "--sweep", "q4_0,q8_0-norot"])
+    rows = sweep_rows(r.stdout)
+    print(r.stdout)
+    if set(rows) != {"fp32", "q4_0", "q8_0-norot"}:
+        failures.append(f"perplexity --sweep q4_0,q8_0-norot: rc={r.returncode}, rows {sorted(rows)}: {r.stderr.strip()[-300:]}")
+    else:
+        bytes_per_token = {name: int(row[1]) for name, row in rows.items()}
+        if bytes_per_token != {"fp32": 46080, "q4_0": 30 * 3 * 2 * 2 * 18, "q8_0-norot": 30 * 3 * 2 * 2 * 34}:
+            failures.append(f"ggml KV bytes per token {bytes_per_token}")
+        kl_q4, kl_q8 = float(rows["q4_0"][4]), float(rows["q8_0-norot"][4])
+        if not (kl_q8 < 0.003 and kl_q4 < 0.15 and kl_q8 * 20 < kl_q4):
+            failures.append(f"ggml caches' KL: q4_0 {kl_q4} (bound 0.15), q8_0-norot {kl_q8} (bound 0.003, and 20× below q4_0's)")
 
     # Greedy generation through the packed cache, with its figures printed.
     r = run([tq_llama, "generate", *m, "--prompt", reference["prompt"], "--tokens", 4, "--kv-cache", "tq", "--k-bits", 4,

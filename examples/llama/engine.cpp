@@ -11,8 +11,12 @@ std::unique_ptr<KvCache> make_cache(const Model& model, const KvConfig& kv, int 
         throw std::invalid_argument(std::to_string(max_positions) + " positions exceed the model's context of " +
                                     std::to_string(model.config().context));
     auto shape = model.cache_shape(max_positions);
-    if (!kv.turboquant) return std::make_unique<Fp32Cache>(shape);
-    return std::make_unique<TurboQuantCache>(shape, kv, seed);
+    switch (kv.kind) {
+    case KvKind::turboquant: return std::make_unique<TurboQuantCache>(shape, kv, seed);
+    case KvKind::ggml: return std::make_unique<GgmlCache>(shape, kv.format, kv.rotate);
+    case KvKind::fp32: break;
+    }
+    return std::make_unique<Fp32Cache>(shape);
 }
 
 std::string read_file(const std::string& path) {

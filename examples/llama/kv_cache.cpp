@@ -1,47 +1,18 @@
 #include "kv_cache.hpp"
 
-#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 
-#include "vector.hpp"
+#include "attention.hpp"
 
 namespace llama {
 namespace {
 
-// One query head over n cached positions (stride floats apart): softmax(q·k / sqrt(d)) · v.
-// d a multiple of 16.
-LLAMA_TARGET_CLONES
-void attend_head(const float* q, const float* keys, const float* values, int n, int stride, int d, float* scores,
-                 float* out) {
-    float scale = 1.0f / std::sqrt(static_cast<float>(d)), top = -INFINITY;
-    for (int s = 0; s < n; ++s) {
-        v16 acc = {};
-        const float* k = keys + static_cast<long>(s) * stride;
-        for (int i = 0; i < d; i += 16) {
-            v16 a, b;
-            std::memcpy(&a, q + i, sizeof a);
-            std::memcpy(&b, k + i, sizeof b);
-            acc += a * b;
-        }
-        float dot = 0;
-        for (int l = 0; l < 16; ++l) dot += acc[l];
-        scores[s] = dot * scale;
-        top = std::fmax(top, scores[s]);
-    }
-    float sum = 0;
-    for (int s = 0; s < n; ++s) sum += scores[s] = std::exp(scores[s] - top);
-    for (int i = 0; i < d; i += 16) {
-        v16 acc = {};
-        for (int s = 0; s < n; ++s) {
-            v16 b;
-            std::memcpy(&b, values + static_cast<long>(s) * stride + i, sizeof b);
-            acc += scores[s] * b;
-        }
-        acc /= sum;
-        std::memcpy(out + i, &acc, sizeof acc);
-    }
+void check_attend(const std::string& cache, const CacheShape& shape, int layer, int pos, int q_heads) {
+    if (layer < 0 || layer >= shape.layers || pos < 0 || pos >= shape.max_positions || q_heads % shape.kv_heads != 0)
+        throw std::out_of_range(cache + " cache: layer " + std::to_string(layer) + ", position " + std::to_string(pos) +
+                                " or " + std::to_string(q_heads) + " query heads out of range");
 }
 
 }  // namespace
@@ -53,18 +24,12 @@ Fp32Cache::Fp32Cache(CacheShape shape)
       scores_(static_cast<std::size_t>(shape.max_positions)) {}
 
 void Fp32Cache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
-    if (layer < 0 || layer >= shape_.layers || pos < 0 || pos >= shape_.max_positions || q_heads % shape_.kv_heads != 0)
-        throw std::out_of_range("fp32 cache: layer " + std::to_string(layer) + ", position " + std::to_string(pos) +
-                                " or " + std::to_string(q_heads) + " query heads out of range");
+    check_attend("fp32", shape_, layer, pos, q_heads);
     std::size_t row = static_cast<std::size_t>(shape_.kv_heads) * shape_.head_dim;
     std::size_t base = static_cast<std::size_t>(layer) * shape_.max_positions * row;
     std::memcpy(&keys_[base + pos * row], k, row * sizeof(float));
     std::memcpy(&values_[base + pos * row], v, row * sizeof(float));
-    int group = q_heads / shape_.kv_heads, d = shape_.head_dim;
-    for (int h = 0; h < q_heads; ++h) {
-        std::size_t head = base + static_cast<std::size_t>(h / group) * d;
-        attend_head(q + h * d, &keys_[head], &values_[head], pos + 1, static_cast<int>(row), d, scores_.data(), out + h * d);
-    }
+    attend_positions(q, q_heads, &keys_[base], &values_[base], pos + 1, shape_.kv_heads, shape_.head_dim, scores_.data(), out);
 }
 
 std::size_t Fp32Cache::bytes_per_token() const {
@@ -92,5 +57,69 @@ std::string TurboQuantCache::name() const {
     s << "tq K" << kv_.key_bits << "/V" << kv_.value_bits << (kv_.levers.text.empty() ? "" : ":") << kv_.levers.text;
     return s.str();
 }
+
+GgmlCache::GgmlCache(CacheShape shape, ggml::Format format, bool rotate)
+    : shape_(shape),
+      format_(format),
+      vector_bytes_(static_cast<std::size_t>(shape.head_dim / ggml::kBlock) * ggml::block_bytes(format)) {
+    std::string type(ggml::name(format));
+    if (shape.head_dim % ggml::kBlock)
+        throw std::invalid_argument(type + " stores blocks of 32 values; head_dim " + std::to_string(shape.head_dim) + " is not a multiple");
+    if (rotate) {
+        if (!key_rotation_size(shape.head_dim))
+            throw std::invalid_argument(type + ": llama.cpp rotates only head dims that are multiples of 64, not " +
+                                        std::to_string(shape.head_dim) + "; use " + type + "-norot");
+        key_rotation_.emplace(key_rotation_size(shape.head_dim));
+        value_rotation_.emplace(value_rotation_size(shape.head_dim));
+    }
+    std::size_t per_layer = static_cast<std::size_t>(shape.max_positions) * shape.kv_heads;
+    keys_.resize(shape.layers * per_layer * vector_bytes_);
+    values_.resize(keys_.size());
+    decoded_keys_.resize(per_layer * shape.head_dim);
+    decoded_values_.resize(decoded_keys_.size());
+    scores_.resize(static_cast<std::size_t>(shape.max_positions));
+}
+
+void GgmlCache::store(std::vector<std::uint8_t>& to, std::size_t at, const float* x, const std::optional<BlockHadamard>& rotation) {
+    int d = shape_.head_dim;
+    for (int h = 0; h < shape_.kv_heads; ++h) {
+        const float* head = x + static_cast<std::size_t>(h) * d;
+        if (rotation) {
+            rotated_.resize(static_cast<std::size_t>(d));
+            rotation->apply(head, d, rotated_.data());
+            head = rotated_.data();
+        }
+        ggml::quantize_row(format_, head, d, &to[at + h * vector_bytes_]);
+    }
+}
+
+void GgmlCache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
+    check_attend(std::string(ggml::name(format_)), shape_, layer, pos, q_heads);
+    int d = shape_.head_dim, n = pos + 1;
+    std::size_t layer_base = static_cast<std::size_t>(layer) * shape_.max_positions * shape_.kv_heads * vector_bytes_;
+    std::size_t at = layer_base + static_cast<std::size_t>(pos) * shape_.kv_heads * vector_bytes_;
+    store(keys_, at, k, key_rotation_);
+    store(values_, at, v, value_rotation_);
+    // This layer's positions 0..pos are contiguous: decode them in one pass.
+    ggml::dequantize_row(format_, &keys_[layer_base], n * shape_.kv_heads * d, decoded_keys_.data());
+    ggml::dequantize_row(format_, &values_[layer_base], n * shape_.kv_heads * d, decoded_values_.data());
+    if (!key_rotation_) {
+        attend_positions(q, q_heads, decoded_keys_.data(), decoded_values_.data(), n, shape_.kv_heads, d, scores_.data(), out);
+        return;
+    }
+    std::size_t q_size = static_cast<std::size_t>(q_heads) * d;
+    rotated_.resize(q_size);
+    rotated_out_.resize(q_size);
+    for (int h = 0; h < q_heads; ++h) key_rotation_->apply(q + h * d, d, &rotated_[static_cast<std::size_t>(h) * d]);
+    attend_positions(rotated_.data(), q_heads, decoded_keys_.data(), decoded_values_.data(), n, shape_.kv_heads, d,
+                     scores_.data(), rotated_out_.data());
+    for (int h = 0; h < q_heads; ++h) value_rotation_->apply(&rotated_out_[static_cast<std::size_t>(h) * d], d, out + h * d);
+}
+
+std::size_t GgmlCache::bytes_per_token() const {
+    return 2 * static_cast<std::size_t>(shape_.layers) * shape_.kv_heads * vector_bytes_;
+}
+
+std::string GgmlCache::name() const { return std::string(ggml::name(format_)) + (key_rotation_ ? "" : "-norot"); }
 
 }  // namespace llama

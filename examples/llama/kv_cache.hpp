@@ -1,15 +1,20 @@
-// The KV cache behind the engine's attention: FP32, or TurboQuant through the
-// library's C++ API (its fused attention on the packed cache).
+// The KV cache behind the engine's attention: FP32; TurboQuant through the library's
+// C++ API (its fused attention on the packed cache); or llama.cpp's ggml block formats,
+// decoded to FP32 for the same attention as FP32's.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <turboquant/turboquant.hpp>
 
 #include "options.hpp"
+#include "ggml_formats.hpp"
+#include "hadamard.hpp"
 
 namespace llama {
 
@@ -59,6 +64,32 @@ private:
     KvConfig kv_;
     tq::Quantizer quantizer_;
     std::unique_ptr<tq::KVCache> cache_;
+};
+
+// Keys and values as ggml blocks (real bytes), both in one format; attention decodes
+// them to FP32.  With rotate, as llama.cpp by default: the cache stores quantize(H_k·k)
+// and quantize(H_v·v); the query is rotated by H_k (q·k = H_k q · H_k k, H_k orthonormal)
+// and the output, a weighted sum of rotated values, is un-rotated once by H_v (= H_v^-1).
+class GgmlCache final : public KvCache {
+public:
+    // Throws std::invalid_argument for a head_dim that is not a multiple of 32, or with
+    // rotate, of 64 (llama.cpp rotates only those).
+    GgmlCache(CacheShape shape, ggml::Format format, bool rotate);
+    void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) override;
+    void clear() override {}
+    std::size_t bytes_per_token() const override;
+    std::string name() const override;
+
+private:
+    void store(std::vector<std::uint8_t>& to, std::size_t at, const float* x, const std::optional<BlockHadamard>& rotation);
+
+    CacheShape shape_;
+    ggml::Format format_;
+    std::optional<BlockHadamard> key_rotation_, value_rotation_;  // both set, or neither
+    std::size_t vector_bytes_;                                    // one head's key (or value)
+    std::vector<std::uint8_t> keys_, values_;                     // [layer][pos][kv_head][blocks]
+    std::vector<float> decoded_keys_, decoded_values_;            // one layer's, [pos][kv_head][head_dim]
+    std::vector<float> scores_, rotated_, rotated_out_;
 };
 
 }  // namespace llama

@@ -8,20 +8,26 @@
 
 namespace llama {
 
-const char* const kUsage = R"(tq-llama: a llama-architecture engine whose KV cache is FP32 or TurboQuant.
+const char* const kUsage = R"(tq-llama: a llama-architecture engine whose KV cache is FP32, TurboQuant or a ggml format.
 
 usage: tq-llama <command> --model FILE.gguf [options]
 commands:
   generate    greedy continuation of --prompt TEXT or --prompt-file FILE
               [--tokens 64] [--max-prompt N] [--ids]
   perplexity  perplexity of --text FILE in windows [--window 512] [--windows N]
-              [--sweep K/V,K/V,...: FP32 and each TurboQuant config side by side,
-               with mean KL divergence and top-1 agreement against FP32]
+              [--sweep ITEM,ITEM,...: FP32 and each config side by side, with mean
+               KL divergence and top-1 agreement against FP32; an item is
+               TurboQuant's K/V bits (4/2) or a ggml type (q4_0, q8_0-norot, ...)]
   tokenize    print the token ids of --text FILE [--limit N]
   logits      write the next-token logits after --prompt to --out FILE (raw float32)
 options:
-  --kv-cache fp32|tq   the KV cache (default fp32); tq takes --k-bits B --v-bits B
-                       (default 4 and 2; whole or in steps of 1/8, as compiled in)
+  --kv-cache TYPE      the KV cache (default fp32):
+                       fp32
+                       tq      TurboQuant; --k-bits B --v-bits B (default 4 and 2;
+                               whole or in steps of 1/8, as compiled in)
+                       q8_0, q4_0, q5_0, q5_1, iq4_nl
+                               llama.cpp's formats for keys and values, with its
+                               Hadamard rotation; NAME-norot without it
   --seed S             the TurboQuant rotation's seed (default 0)
   --threads N          threads for the matrix products (default: every core)
 Prints tokens/s and the KV cache's bytes per token.
@@ -70,6 +76,7 @@ Levers to_levers(const std::string& text) {
     }
     return l;
 }
+const char* const kGgmlTypes = "q8_0, q4_0, q5_0, q5_1 or iq4_nl, each with -norot for no rotation";
 
 std::vector<KvConfig> to_sweep(const std::string& v) {
     std::vector<KvConfig> out;
@@ -78,11 +85,21 @@ std::vector<KvConfig> to_sweep(const std::string& v) {
         auto comma = v.find(',', at);
         auto item = v.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
         auto slash = item.find('/');
-        if (slash == std::string::npos) throw std::invalid_argument("--sweep: expected K/V items such as 4/2, got '" + item + "'");
-        auto colon = item.find(':');
-        auto value = item.substr(slash + 1, colon == std::string::npos ? std::string::npos : colon - slash - 1);
-        out.push_back({true, to_bits("--sweep", item.substr(0, slash)), to_bits("--sweep", value),
-                       colon == std::string::npos ? Levers{} : to_levers(item.substr(colon + 1))});
+        if (auto ggml = parse_ggml_cache(item)) {
+            out.push_back(*ggml);
+        } else if (slash == std::string::npos) {
+            throw std::invalid_argument("--sweep: expected K/V items such as 4/2 or a ggml type (" + std::string(kGgmlTypes) +
+                                        "), got '" + item + "'");
+        } else {
+            auto colon = item.find(':');
+            auto value = item.substr(slash + 1, colon == std::string::npos ? std::string::npos : colon - slash - 1);
+            KvConfig kv;
+            kv.kind = KvKind::turboquant;
+            kv.key_bits = to_bits("--sweep", item.substr(0, slash));
+            kv.value_bits = to_bits("--sweep", value);
+            if (colon != std::string::npos) kv.levers = to_levers(item.substr(colon + 1));
+            out.push_back(kv);
+        }
         if (comma == std::string::npos) break;
         at = comma + 1;
     }
@@ -90,6 +107,20 @@ std::vector<KvConfig> to_sweep(const std::string& v) {
 }
 
 }  // namespace
+
+std::optional<KvConfig> parse_ggml_cache(std::string_view name) {
+    KvConfig kv;
+    kv.kind = KvKind::ggml;
+    constexpr std::string_view kNoRotation = "-norot";
+    if (name.ends_with(kNoRotation)) {
+        name.remove_suffix(kNoRotation.size());
+        kv.rotate = false;
+    }
+    auto format = ggml::parse_format(name);
+    if (!format) return std::nullopt;
+    kv.format = *format;
+    return kv;
+}
 
 Options parse_options(int argc, char** argv) {
     if (argc < 2) throw std::invalid_argument("no command");
@@ -125,9 +156,11 @@ Options parse_options(int argc, char** argv) {
         else if (flag == "--sweep") o.sweep = to_sweep(v);
         else throw std::invalid_argument("unknown option '" + flag + "'");
     }
-    if (kv_cache != "fp32" && kv_cache != "tq") throw std::invalid_argument("--kv-cache: expected fp32 or tq, got '" + kv_cache + "'");
-    o.kv.turboquant = kv_cache == "tq";
-    if (bits_given && !o.kv.turboquant) throw std::invalid_argument("--k-bits/--v-bits need --kv-cache tq");
+    if (auto ggml = parse_ggml_cache(kv_cache)) o.kv = *ggml;
+    else if (kv_cache == "tq") o.kv.kind = KvKind::turboquant;
+    else if (kv_cache != "fp32")
+        throw std::invalid_argument("--kv-cache: expected fp32, tq, " + std::string(kGgmlTypes) + "; got '" + kv_cache + "'");
+    if (bits_given && o.kv.kind != KvKind::turboquant) throw std::invalid_argument("--k-bits/--v-bits need --kv-cache tq");
     if (o.model.empty()) throw std::invalid_argument("--model is required");
     if (o.command == "generate" && o.prompt.empty() == o.prompt_file.empty())
         throw std::invalid_argument("generate: give one of --prompt and --prompt-file");
@@ -135,7 +168,7 @@ Options parse_options(int argc, char** argv) {
         throw std::invalid_argument(o.command + ": --text is required");
     if (o.command == "logits" && (o.prompt.empty() || o.out.empty())) throw std::invalid_argument("logits: --prompt and --out are required");
     if (!o.sweep.empty() && o.command != "perplexity") throw std::invalid_argument("--sweep is for perplexity");
-    if (!o.sweep.empty() && o.kv.turboquant) throw std::invalid_argument("--sweep runs FP32 and its configs; drop --kv-cache");
+    if (!o.sweep.empty() && o.kv.kind != KvKind::fp32) throw std::invalid_argument("--sweep runs FP32 and its configs; drop --kv-cache");
     if (o.threads == 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return o;
 }

@@ -1,8 +1,12 @@
 // tq-llama's command line.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "ggml_formats.hpp"
 
 namespace llama {
 
@@ -16,11 +20,18 @@ struct Levers {
     std::string text;      // as given, for the tables
 };
 
+enum class KvKind { fp32, turboquant, ggml };
+
 struct KvConfig {
-    bool turboquant = false;
-    float key_bits = 4, value_bits = 2;
-    Levers levers;
+    KvKind kind = KvKind::fp32;
+    float key_bits = 4, value_bits = 2;        // turboquant
+    ggml::Format format = ggml::Format::q8_0;  // ggml: keys and values alike
+    bool rotate = true;                        // ggml: llama.cpp's Hadamard rotation (off: NAME-norot)
+    Levers levers;                             // turboquant
 };
+
+// A ggml cache type as on the command line ("q4_0", "q8_0-norot", ...), or nothing.
+std::optional<KvConfig> parse_ggml_cache(std::string_view name);
 
 struct Options {
     std::string command, model, prompt, prompt_file, text, out;
@@ -32,7 +43,7 @@ struct Options {
     int threads = 0;       // 0: every core
     unsigned long long seed = 0;  // the TurboQuant rotation's seed
     KvConfig kv;
-    std::vector<KvConfig> sweep;  // perplexity: FP32 plus these, side by side
+    std::vector<KvConfig> sweep;  // perplexity: FP32 plus these (TurboQuant or ggml), side by side
     bool ids = false;             // generate: also print the token ids
 };
 
