@@ -36,15 +36,26 @@ std::size_t Fp32Cache::bytes_per_token() const {
     return 2 * sizeof(float) * static_cast<std::size_t>(shape_.layers) * shape_.kv_heads * shape_.head_dim;
 }
 
-TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed)
-    : shape_(shape),
-      kv_(kv),
-      quantizer_(shape.head_dim,
-                 tq::Config{kv.key_bits, kv.value_bits, FA_TQ_SCALE_DEFAULT,
-                            static_cast<fa_tq_scale_format>(kv.levers.scale_format),
-                            static_cast<fa_tq_center>(kv.levers.center), kv.levers.center_block, kv.levers.sinks},
-                 seed),
-      cache_(std::make_unique<tq::KVCache>(quantizer_, shape.layers, shape.kv_heads, shape.max_positions)) {}
+TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed) : shape_(shape), kv_(kv) {
+    const Levers& lv = kv.levers;
+    auto quantizer = [&](float key_bits, float value_bits) {
+        quantizers_.push_back(std::make_unique<tq::Quantizer>(
+            shape.head_dim,
+            tq::Config{key_bits, value_bits, FA_TQ_SCALE_DEFAULT, static_cast<fa_tq_scale_format>(lv.scale_format),
+                       static_cast<fa_tq_center>(lv.center), lv.center_block, lv.sinks},
+            seed));
+        return quantizers_.back().get();
+    };
+    std::vector<const tq::Quantizer*> layers(static_cast<std::size_t>(shape.layers), quantizer(kv.key_bits, kv.value_bits));
+    for (const auto& l : lv.layers) {
+        if (l.first < 0 || l.last < l.first || l.last >= shape.layers)
+            throw std::invalid_argument("layers " + std::to_string(l.first) + "-" + std::to_string(l.last) +
+                                        " are not within the model's 0-" + std::to_string(shape.layers - 1));
+        const tq::Quantizer* q = quantizer(l.key_bits, l.value_bits);
+        std::fill(layers.begin() + l.first, layers.begin() + l.last + 1, q);
+    }
+    cache_ = std::make_unique<tq::KVCache>(layers, shape.kv_heads, shape.max_positions);
+}
 
 void TurboQuantCache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
     std::size_t row = static_cast<std::size_t>(shape_.kv_heads) * shape_.head_dim;

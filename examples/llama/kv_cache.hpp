@@ -62,7 +62,7 @@ public:
 private:
     CacheShape shape_;
     KvConfig kv_;
-    tq::Quantizer quantizer_;
+    std::vector<std::unique_ptr<tq::Quantizer>> quantizers_;  // one per distinct config
     std::unique_ptr<tq::KVCache> cache_;
 };
 

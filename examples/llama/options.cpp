@@ -50,7 +50,18 @@ float to_bits(const std::string& flag, const std::string& v) {
     return x;
 }
 
-// ":"-separated levers after a K/V item: c=none|keys|values|both, b=<block>, s=<sinks>, f32.
+// "L<a>[-<b>]=<K>/<V>": layers a..b at other bits.
+Levers::LayerBits to_layer_bits(const std::string& tok) {
+    const auto eq = tok.find('='), slash = tok.find('/'), dash = tok.find('-');
+    if (eq == std::string::npos || slash == std::string::npos || slash < eq)
+        throw std::invalid_argument("--sweep: expected L<a>[-<b>]=<K>/<V>, got '" + tok + "'");
+    const auto range = tok.substr(1, eq - 1);
+    const auto first = dash < eq ? range.substr(0, dash - 1) : range, last = dash < eq ? range.substr(dash) : range;
+    return {to_int("--sweep layer", first, 0), to_int("--sweep layer", last, 0), to_bits("--sweep", tok.substr(eq + 1, slash - eq - 1)),
+            to_bits("--sweep", tok.substr(slash + 1))};
+}
+
+// ":"-separated levers after a K/V item: c=none|keys|values|both, b=<block>, s=<sinks>, f32, L<a>[-<b>]=K/V.
 Levers to_levers(const std::string& text) {
     Levers l;
     l.text = text;
@@ -61,6 +72,7 @@ Levers to_levers(const std::string& text) {
         static const char* const centers[] = {"none", "keys", "values", "both"};
         bool ok = false;
         if (tok == "f32") l.scale_format = 2, ok = true;
+        else if (tok.rfind("L", 0) == 0) l.layers.push_back(to_layer_bits(tok)), ok = true;
         else if (tok.rfind("c=", 0) == 0) {
             for (int i = 0; i < 4; ++i)
                 if (tok.substr(2) == centers[i]) l.center = i + 1, ok = true;
@@ -70,7 +82,7 @@ Levers to_levers(const std::string& text) {
             ok = tok.size() > 2 && !*end && x >= -1 && x <= 65536;
             (tok[0] == 'b' ? l.center_block : l.sinks) = static_cast<int>(x == 0 && tok[0] == 's' ? -1 : x);
         }
-        if (!ok) throw std::invalid_argument("--sweep: unknown lever '" + tok + "' (c=none|keys|values|both, b=N, s=N, f32)");
+        if (!ok) throw std::invalid_argument("--sweep: unknown lever '" + tok + "' (c=none|keys|values|both, b=N, s=N, f32, L<a>[-<b>]=K/V)");
         if (colon == std::string::npos) break;
         at = colon + 1;
     }

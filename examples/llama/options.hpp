@@ -11,8 +11,13 @@
 namespace llama {
 
 // A TurboQuant config's levers beyond the bits (the library's fa_tq_config fields;
-// 0: the library's default).  Written after the bits: 4/4:c=both:b=256:s=1:f32.
+// 0: the library's default).  Written after the bits: 4/4:c=both:b=256:s=1:f32:L0-1=8/8.
 struct Levers {
+    struct LayerBits {
+        int first, last;  // layers first..last take these bits instead
+        float key_bits, value_bits;
+    };
+    std::vector<LayerBits> layers;  // L3=8/8, L0-1=5/4: per-layer configs
     int center = 0;        // fa_tq_center
     int center_block = 0;
     int sinks = 0;         // -1: none
