@@ -19,7 +19,7 @@ inline bool has_config(int d, float kb, float vb) {
 // A C config; the fields not given are 0, the library's defaults.
 inline fa_tq_config config(float key_bits, float value_bits, fa_tq_scale_format format = FA_TQ_SCALE_FORMAT_DEFAULT,
                            fa_tq_center center = FA_TQ_CENTER_DEFAULT, int center_block = 0, int sinks = 0,
-                           fa_tq_scale scale = FA_TQ_SCALE_DEFAULT) {
+                           fa_tq_smooth smooth = FA_TQ_SMOOTH_DEFAULT, fa_tq_scale scale = FA_TQ_SCALE_DEFAULT) {
     fa_tq_config c{};
     c.key_bits = key_bits;
     c.value_bits = value_bits;
@@ -28,6 +28,7 @@ inline fa_tq_config config(float key_bits, float value_bits, fa_tq_scale_format 
     c.center = center;
     c.center_block = center_block;
     c.sinks = sinks;
+    c.smooth = smooth;
     return c;
 }
 

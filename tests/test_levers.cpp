@@ -1,5 +1,5 @@
-// The quality levers (docs/levers.md): half-float scales, centering, exact sinks
-// and per-layer configs.  Each must keep attention exact in math (fused ==
+// The quality levers (docs/levers.md): half-float scales, centering, key
+// smoothing, exact sinks and per-layer configs.  Each must keep attention exact in math (fused ==
 // attention over the decoded cache), survive ring, evict and clear, and write
 // the same bytes on every ISA.
 #include "cache_support.hpp"
@@ -16,7 +16,7 @@ using tq::Kind;
 
 namespace {
 
-const tq::Config kAllLevers{0, 0, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F16, FA_TQ_CENTER_BOTH, 8, 2};
+const tq::Config kAllLevers{0, 0, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F16, FA_TQ_CENTER_BOTH, 8, 2, FA_TQ_SMOOTH_KEYS};
 
 tq::Config with_bits(tq::Config c, float kb, float vb) {
     c.key_bits = kb;
@@ -174,6 +174,40 @@ TEST_CASE("levers: centering stores the running mean of earlier positions and cu
     fa_tq_free(plain);
 }
 
+TEST_CASE("levers: smoothing moves key error to the channels queries weigh least") {
+    // Keys strong where queries are weak: the score error of isotropic noise is
+    // |q|^2 |k|^2 / d per unit MSE; smoothing makes it (sum |q_i||k_i|)^2 / d.
+    const int d = tq::test::main_head_dim(), n = 300;
+    const auto& v = tq::variants().front();
+    std::vector<double> energy(d);
+    for (int i = 0; i < d; ++i) energy[i] = i < d / 8 ? 16.0 : 1.0 / 16;
+    auto keys = tq::test::gaussian(std::size_t(n) * d, 41), queries = tq::test::gaussian(std::size_t(n) * d, 42);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        keys[i] *= float(std::sqrt(energy[i % d]));
+        queries[i] /= float(std::sqrt(energy[i % d]));
+    }
+    double error[2] = {0, 0};
+    for (int smooth : {0, 1}) {
+        const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v), FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F16, FA_TQ_CENTER_NONE,
+                                      16, FA_TQ_NO_SINKS, smooth ? FA_TQ_SMOOTH_KEYS : FA_TQ_SMOOTH_NONE});
+        KVCache cache(quant, 1, 1, n);
+        std::vector<float> out(d), decoded(std::size_t(n) * d);
+        for (int t = 0; t < n; ++t)
+            cache.attention(0, t, {&queries[std::size_t(t) * d], std::size_t(d)}, {&keys[std::size_t(t) * d], std::size_t(d)},
+                            {&keys[std::size_t(t) * d], std::size_t(d)}, out);
+        cache.dequantize(0, 0, n, Kind::key, decoded);
+        for (int t = 64; t < n; ++t)  // once the statistics have settled: each query against each later-block key
+            for (int u = 64; u < n; u += 7) {
+                double e = 0;
+                for (int i = 0; i < d; ++i) e += double(queries[std::size_t(t) * d + i]) * (decoded[std::size_t(u) * d + i] - keys[std::size_t(u) * d + i]);
+                error[smooth] += e * e;
+            }
+    }
+    // The ratio of the two forms is 29x at d = 128 for these energies; the fourth-root
+    // scales and the floor leave less, but at least 4x.
+    CHECK(error[1] < 0.25 * error[0]);
+}
+
 TEST_CASE("levers: sinks decode exactly; ring, evict and clear keep means and sinks right") {
     const int d = tq::test::main_head_dim(), heads = 2, n = 90, drop = 37;
     const auto& v = tq::variants().front();
@@ -254,7 +288,8 @@ TEST_CASE("levers: every ISA writes the same cache bytes, means and sinks includ
     std::vector<std::vector<std::uint8_t>> bytes;
     for (const auto& isa : tq::available_isas()) {
         REQUIRE(tq_set_isa(isa.c_str()) == TQ_OK);
-        fa_tq_state* s = fa_tq_init(d, tq::test::config(tq::rate(v), tq::rate(v), FA_TQ_SCALE_FORMAT_F16, FA_TQ_CENTER_BOTH, 8, 2), 5);
+        fa_tq_state* s = fa_tq_init(
+            d, tq::test::config(tq::rate(v), tq::rate(v), FA_TQ_SCALE_FORMAT_F16, FA_TQ_CENTER_BOTH, 8, 2, FA_TQ_SMOOTH_KEYS), 5);
         REQUIRE(s);
         fa_tq_cache* cache = fa_tq_cache_new(s, 1, heads, n);
         std::vector<float> out(token);
@@ -264,8 +299,10 @@ TEST_CASE("levers: every ISA writes the same cache bytes, means and sinks includ
         std::vector<std::uint8_t> all;
         for (const fa_tq_stream* st : {&cache->layers[0].keys, &cache->layers[0].values}) {
             all.insert(all.end(), st->codes.begin(), st->codes.end());
-            const auto* m = reinterpret_cast<const std::uint8_t*>(st->means.data());
-            all.insert(all.end(), m, m + st->means.size() * 2);
+            for (const auto* half : {&st->means, &st->smooth}) {
+                const auto* m = reinterpret_cast<const std::uint8_t*>(half->data());
+                all.insert(all.end(), m, m + half->size() * 2);
+            }
             const auto* sc = reinterpret_cast<const std::uint8_t*>(st->scales16.data());
             all.insert(all.end(), sc, sc + st->scales16.size() * 2);
         }

@@ -42,7 +42,8 @@ TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint
         quantizers_.push_back(std::make_unique<tq::Quantizer>(
             shape.head_dim,
             tq::Config{key_bits, value_bits, FA_TQ_SCALE_DEFAULT, static_cast<fa_tq_scale_format>(lv.scale_format),
-                       static_cast<fa_tq_center>(lv.center), lv.center_block, lv.sinks},
+                       static_cast<fa_tq_center>(lv.center), lv.center_block, lv.sinks,
+                       static_cast<fa_tq_smooth>(lv.smooth)},
             seed));
         return quantizers_.back().get();
     };

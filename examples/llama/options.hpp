@@ -22,6 +22,7 @@ struct Levers {
     int center_block = 0;
     int sinks = 0;         // -1: none
     int scale_format = 0;  // fa_tq_scale_format
+    int smooth = 0;        // fa_tq_smooth
     std::string text;      // as given, for the tables
 };
 

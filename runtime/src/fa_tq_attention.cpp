@@ -2,12 +2,14 @@
 //
 // Per query head, in the rotated domain (R orthonormal, so <q, k> = <Rq, Rk>):
 //   q' = softmax_scale * R q
-//   s_t = key_scale_t * <q', c[key levels_t]> + softmax_scale * <q, mu_t>   (score kernel + mean)
+//   s_t = key_scale_t * <q'_b, c[key levels_t]> + softmax_scale * <q, mu_b> (score kernel + mean)
 //   p_t = exp(s_t - max s) / sum                                              (stable softmax)
 //   a   = sum_t p_t * value_scale_t * c[value levels_t]                       (accumulate kernel)
 //   out = R^T a + sum_b (sum_{t in b} p_t) nu_b                               (one inverse rotation)
-// mu / nu are the key / value means of a position's block (zero when not
-// centered); the weights sum to 1, so adding nu_b back per block is exact.
+// mu_b / nu_b are the key / value means of position t's block b (zero when not
+// centered); the weights sum to 1, so adding nu_b back per block is exact.  With
+// smoothing, block b's keys were divided by channel scales sigma_b, so the query
+// is multiplied by them: q'_b = softmax_scale * R (q * sigma_b), exact for scores.
 // Sink positions use their exact vectors instead (docs/levers.md).
 #include "fa_tq_blocks.hpp"
 #include "fa_tq_checks.hpp"
@@ -34,7 +36,7 @@ struct Piece {
 // Cuts the visible positions [first, last] at sink and block boundaries and at the ring's wrap.
 void cut_pieces(const fa_tq_cache* cache, const fa_tq_layer& lay, long first, long last, std::vector<Piece>& out) {
     out.clear();
-    const bool blocks = lay.keys.centered || lay.values.centered;
+    const bool blocks = has_blocks(lay.keys) || has_blocks(lay.values);
     for (long p = first; p <= last;) {
         const long a = p + cache->evicted;
         long end = last + 1;
@@ -62,12 +64,14 @@ double half_norm(const std::uint16_t* x, int d) {
 }
 
 // Refuses (before anything is written) a query whose scores could overflow:
-// |score| <= softmax_scale |q| max_t |k_t|, and |k_t| <= |key scale_t| + |mean_t|
-// (|c_hat| <= 1), or the sink's exact norm.
+// |score| <= softmax_scale |q| max_t |k_t|, and |k_t| <= max sigma |key scale_t| + |mean_t|
+// (|c_hat| <= 1, sigma the smoothing scales), or the sink's exact norm.
 int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, const EncodedToken& key,
                       const float* k, const float* q, int n_q_heads, int d, float scale) {
     const fa_tq_stream& s = lay.keys;
-    double scale_max = 0, extra_max = 0;
+    double scale_max = 0, extra_max = 0, smooth_max = 1;
+    for (const auto* v : {&s.smooth, &key.smooth})
+        for (std::uint16_t x : *v) smooth_max = std::max(smooth_max, double(half_to_float(x)));
     for (float x : key.scales) scale_max = std::max(scale_max, double(std::abs(x)));
     for (float x : s.scales32) scale_max = std::max(scale_max, double(std::abs(x)));
     for (std::uint16_t x : s.scales16) scale_max = std::max(scale_max, double(std::abs(half_to_float(x))));
@@ -81,11 +85,23 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_laye
     if (q_max > TQ_MAX_NORM(d))  // its rotation would overflow
         return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + std::to_string(q_max) +
                                         " exceeds TQ_MAX_NORM(" + std::to_string(d) + ")");
-    const double reach = double(scale) * q_max * (scale_max + extra_max);
+    const double reach = double(scale) * q_max * (smooth_max * scale_max + extra_max);
     if (reach > 1e37)
         return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " + std::to_string(reach) +
                                         ", beyond what float scores hold (1e37)");
     return FA_TQ_OK;
+}
+
+// Smoothing learns the channel energies of each KV head's queries (its group's).
+void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads, int d) {
+    if (!lay.levers.smooth_keys) return;
+    const int group = n_q_heads / kv_heads;
+    for (int h = 0; h < n_q_heads; ++h)
+        for (int i = 0; i < d; ++i) {
+            const double x = q[std::size_t(h) * d + i];
+            lay.query_sum_sq[std::size_t(h / group) * d + i] += x * x / group;
+        }
+    ++lay.query_count;
 }
 
 // The scales of one KV head's n slots as floats (halves widened into buf).
@@ -109,8 +125,8 @@ struct HeadAttention {
     const std::vector<Piece>& pieces;
     std::size_t n;  // slots in use
 
-    void run(const float* q, float scale, std::vector<float>& q_rot, std::vector<float>& scores,
-             std::vector<float>& acc, std::vector<double>& extra, float* out) const {
+    void run(const float* q, float scale, std::vector<float>& q_rot, std::vector<float>& q_smooth,
+             std::vector<float>& scores, std::vector<float>& acc, std::vector<double>& extra, float* out) const {
         const tq_kernels& kern = *state->kernels;
         const int d = state->head_dim;
         const fa_tq_stream& ks = lay.keys;
@@ -130,11 +146,18 @@ struct HeadAttention {
                 }
                 continue;
             }
-            kern.key->score(q_rot.data(), &ks.codes[(base + slot) * ks.code_bytes], key_scales + slot, count,
-                            &scores[slot]);
-            if (const std::uint16_t* mean = stored_mean(cache, lay, ks, pc.pos_begin)) {
+            const BlockData block = stored_block(cache, lay, ks, pc.pos_begin);
+            const float* query = q_rot.data();
+            if (block.smooth) {
+                for (int i = 0; i < d; ++i) q_smooth[i] = q[i] * half_to_float(block.smooth[hd + i]);
+                kern.rotate(state->signs.data(), q_smooth.data(), q_smooth.data());
+                for (float& x : q_smooth) x *= scale;
+                query = q_smooth.data();
+            }
+            kern.key->score(query, &ks.codes[(base + slot) * ks.code_bytes], key_scales + slot, count, &scores[slot]);
+            if (block.mean) {
                 double dot = 0;
-                for (int i = 0; i < d; ++i) dot += double(q[i]) * half_to_float(mean[hd + i]);
+                for (int i = 0; i < d; ++i) dot += double(q[i]) * half_to_float(block.mean[hd + i]);
                 const float offset = float(scale * dot);
                 for (std::size_t t = 0; t < count; ++t) scores[slot + t] += offset;
             }
@@ -162,7 +185,7 @@ struct HeadAttention {
             }
             kern.value->accumulate(&scores[slot], &vs.codes[(base + slot) * vs.code_bytes], value_scales + slot,
                                    count, acc.data());
-            if (const std::uint16_t* mean = stored_mean(cache, lay, vs, pc.pos_begin)) {
+            if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean) {
                 double w = 0;
                 for (std::size_t t = 0; t < count; ++t) w += scores[slot + t];
                 for (int i = 0; i < d; ++i) extra[i] += w * half_to_float(mean[hd + i]);
@@ -201,7 +224,7 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
     if (int rc = check_finite(fn, q, std::size_t(n_q_heads) * d, "q")) return rc;
 
     thread_local EncodedToken key_token, value_token;
-    thread_local std::vector<float> q_rot, scores, acc, key_scales, value_scales;
+    thread_local std::vector<float> q_rot, q_smooth, scores, acc, key_scales, value_scales;
     thread_local std::vector<double> extra;
     thread_local std::vector<Piece> pieces;
     if (int rc = encode_token(fn, state, cache, layer, pos, k, true, key_token)) return rc;
@@ -210,6 +233,7 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
     const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
     try {
         q_rot.resize(d);
+        q_smooth.resize(d);
         acc.resize(d);
         extra.resize(d);
         scores.resize(n);
@@ -221,6 +245,7 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
     if (int rc = check_score_range(fn, cache, lay, key_token, k, q, n_q_heads, d, scale)) return rc;
     commit_token(cache, layer, pos, true, key_token, k);
     commit_token(cache, layer, pos, false, value_token, v);
+    learn_queries(lay, q, n_q_heads, kv_heads, d);
 
     const int group = n_q_heads / kv_heads;
     for (int g = 0; g < kv_heads; ++g) {
@@ -233,7 +258,7 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
                                  pieces,
                                  n};
         for (int h = g * group; h < (g + 1) * group; ++h)
-            head.run(q + std::size_t(h) * d, scale, q_rot, scores, acc, extra, out + std::size_t(h) * d);
+            head.run(q + std::size_t(h) * d, scale, q_rot, q_smooth, scores, acc, extra, out + std::size_t(h) * d);
     }
     return FA_TQ_OK;
 }

@@ -17,8 +17,8 @@
 namespace tq::detail {
 namespace {
 
-// Mean blocks that positions within one window of max_seq_len can touch (fa_tq_blocks.hpp).
-std::size_t max_mean_blocks(const fa_tq_levers& lv, int max_seq_len) {
+// Blocks that positions within one window of max_seq_len can touch (fa_tq_blocks.hpp).
+std::size_t max_blocks(const fa_tq_levers& lv, int max_seq_len) {
     return std::size_t(std::countr_zero(unsigned(lv.center_block))) + 3 + std::size_t(max_seq_len) / lv.center_block;
 }
 
@@ -27,7 +27,7 @@ std::size_t layer_bytes(const fa_tq_state* st, int num_heads, int max_seq_len) {
     const fa_tq_levers& lv = st->levers;
     const std::size_t scale = lv.f16_scales ? 2 : 4, d = std::size_t(st->head_dim);
     const std::size_t per_slot = st->kernels->key->code_bytes + st->kernels->value->code_bytes + 2 * scale;
-    const std::size_t fixed = 2 * (max_mean_blocks(lv, max_seq_len) * d * 2 + d * 8 + std::size_t(lv.sinks) * d * 4);
+    const std::size_t fixed = 2 * (max_blocks(lv, max_seq_len) * d * 4 + d * 16 + std::size_t(lv.sinks) * d * 4);
     std::size_t slots = 0, bytes = 0;
     if (__builtin_mul_overflow(std::size_t(num_heads), std::size_t(max_seq_len), &slots) ||
         __builtin_mul_overflow(slots, per_slot, &bytes) || __builtin_mul_overflow(std::size_t(num_heads), fixed, &slots) ||
@@ -41,15 +41,21 @@ void init_stream(fa_tq_stream& s, const fa_tq_state* st, bool is_key, int heads,
     const std::size_t slots = std::size_t(heads) * max_seq_len, d = std::size_t(st->head_dim);
     s.code_bytes = (is_key ? st->kernels->key : st->kernels->value)->code_bytes;
     s.centered = is_key ? lv.center_keys : lv.center_values;
+    s.smoothed = is_key && lv.smooth_keys;
     s.codes.assign(slots * s.code_bytes, 0);
     if (lv.f16_scales)  // the other stays empty
         s.scales16.assign(slots, 0);
     else
         s.scales32.assign(slots, 0.0f);
     s.sink_vectors.assign(std::size_t(heads) * lv.sinks * d, 0.0f);
+    const std::size_t block_floats = max_blocks(lv, max_seq_len) * heads * d;
     if (s.centered) {
         s.sum.assign(heads * d, 0.0);
-        s.means.reserve(max_mean_blocks(lv, max_seq_len) * heads * d);
+        s.means.reserve(block_floats);
+    }
+    if (s.smoothed) {
+        s.sum_sq.assign(heads * d, 0.0);
+        s.smooth.reserve(block_floats);
     }
 }
 
@@ -96,6 +102,7 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num
             lay.seed = st->seed;
             lay.levers = st->levers;
             for (bool is_key : {true, false}) init_stream(lay.stream(is_key), st, is_key, num_heads, max_seq_len);
+            if (lay.levers.smooth_keys) lay.query_sum_sq.assign(std::size_t(num_heads) * st->head_dim, 0.0);
         }
         return c.release();
     } catch (const std::bad_alloc&) {
@@ -148,15 +155,20 @@ void fa_tq_cache_free(fa_tq_cache* cache) { delete cache; }
 int fa_tq_cache_clear(fa_tq_cache* cache) {
     if (int rc = check_not_null("fa_tq_cache_clear", cache, "cache")) return rc;
     cache->evicted = 0;
-    for (fa_tq_layer& lay : cache->layers)
+    for (fa_tq_layer& lay : cache->layers) {
+        std::fill(lay.query_sum_sq.begin(), lay.query_sum_sq.end(), 0.0);
+        lay.query_count = 0;
         for (bool is_key : {true, false}) {
             fa_tq_stream& s = lay.stream(is_key);
             s.length = 0;
             std::fill(s.sum.begin(), s.sum.end(), 0.0);
+            std::fill(s.sum_sq.begin(), s.sum_sq.end(), 0.0);
             s.count = 0;
-            s.first_block = 0;
+            s.first_block = s.blocks = 0;
             s.means.clear();
+            s.smooth.clear();
         }
+    }
     return FA_TQ_OK;
 }
 
@@ -196,7 +208,7 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
     const int d = state->head_dim, heads = cache->num_heads;
     for (int t = 0; t < count; ++t) {
         const long a = start + t + cache->evicted;
-        const std::uint16_t* mean = stored_mean(cache, lay, s, start + t);
+        const BlockData block = stored_block(cache, lay, s, start + t);
         for (int h = 0; h < heads; ++h) {
             float* o = out + (std::size_t(t) * heads + h) * d;
             if (is_sink(lay.levers, a)) {
@@ -207,8 +219,11 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
             const std::size_t i = cache->stream_index(h) + cache->slot(start + t);
             k.decode(state->signs.data(), &s.codes[i * s.code_bytes],
                      lay.levers.f16_scales ? half_to_float(s.scales16[i]) : s.scales32[i], o);
-            if (mean)
-                for (int j = 0; j < d; ++j) o[j] += half_to_float(mean[std::size_t(h) * d + j]);
+            const std::size_t at = std::size_t(h) * d;
+            if (block.smooth)
+                for (int j = 0; j < d; ++j) o[j] *= half_to_float(block.smooth[at + j]);
+            if (block.mean)
+                for (int j = 0; j < d; ++j) o[j] += half_to_float(block.mean[at + j]);
         }
     }
     return out;
@@ -241,7 +256,7 @@ int fa_tq_cache_evict(fa_tq_cache* cache, int n) {
             s.length -= n;
         }
     cache->evicted += n;
-    drop_evicted_means(cache);
+    drop_evicted_blocks(cache);
     return FA_TQ_OK;
 }
 
@@ -251,9 +266,11 @@ int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total
     for (const fa_tq_layer& lay : cache->layers) {
         const std::size_t scale = lay.levers.f16_scales ? 2 : 4;
         token += std::size_t(cache->num_heads) * (lay.keys.code_bytes + lay.values.code_bytes + 2 * scale);
+        fixed += sizeof(fa_tq_layer) + lay.query_sum_sq.size() * 8;
         for (bool is_key : {true, false}) {
             const fa_tq_stream& s = lay.stream(is_key);
-            fixed += sizeof(fa_tq_layer) / 2 + s.means.capacity() * 2 + s.sum.size() * 8 + s.sink_vectors.size() * 4;
+            fixed += sizeof(fa_tq_stream) + (s.means.capacity() + s.smooth.capacity()) * 2 +
+                     (s.sum.size() + s.sum_sq.size()) * 8 + s.sink_vectors.size() * 4;
         }
     }
     if (per_token) *per_token = token;
@@ -264,11 +281,12 @@ int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total
 double fa_tq_cache_bytes_per_token_all_in(const fa_tq_cache* cache) {
     size_t token = 0;
     if (fa_tq_cache_bytes(cache, &token, nullptr) != FA_TQ_OK) return -1;
-    double means = 0;  // one half-float mean of head_dim per block, amortized over the block
+    double blocks = 0;  // head_dim halves per block for each mean and each set of channel scales, amortized
     for (const fa_tq_layer& lay : cache->layers)
-        means += double(cache->num_heads) * (lay.keys.centered + lay.values.centered) * lay.head_dim * 2.0 /
-                 lay.levers.center_block;
-    return double(token) + means;
+        blocks += double(cache->num_heads) *
+                  (lay.keys.centered + lay.keys.smoothed + lay.values.centered + lay.values.smoothed) * lay.head_dim *
+                  2.0 / lay.levers.center_block;
+    return double(token) + blocks;
 }
 
 }  // extern "C"

@@ -11,7 +11,8 @@ struct fa_tq_levers {
     bool f16_scales;     // scales stored as IEEE half (else float)
     bool center_keys;    // subtract a running mean per (layer, KV head) before quantizing
     bool center_values;
-    int center_block;    // positions per mean block (a power of two)
+    bool smooth_keys;    // divide key channels by per-block scales learned from queries and keys
+    int center_block;    // positions per block of means and smoothing scales (a power of two)
     int sinks;           // the first `sinks` positions are kept exact (float)
     bool operator==(const fa_tq_levers&) const = default;
 };
@@ -37,13 +38,16 @@ struct fa_tq_stream {
     std::vector<float> scales32;         // [head][slot], when scales are float
     std::vector<std::uint16_t> scales16; // [head][slot], when scales are half
     int length = 0;                      // positions written (absolute in ring mode)
-    // Centering (docs/levers.md): the running sum of every appended non-sink
-    // vector, and one mean per block of positions (half floats), for the blocks
-    // first_block .. first_block + means.size() / (heads * d) - 1.
-    std::vector<double> sum;             // [head][d]
+    // Centering and smoothing (docs/levers.md): running sums over every appended
+    // non-sink vector, and per block of positions (blocks first_block ..
+    // first_block + blocks - 1) the mean and the channel scales its vectors were
+    // encoded with (half floats).
+    bool smoothed = false;
+    std::vector<double> sum, sum_sq;     // [head][d]
     long count = 0;
-    long first_block = 0;
-    std::vector<std::uint16_t> means;    // [block][head][d]
+    long first_block = 0, blocks = 0;
+    std::vector<std::uint16_t> means;    // [block][head][d], when centered
+    std::vector<std::uint16_t> smooth;   // [block][head][d], when smoothed
     std::vector<float> sink_vectors;     // [head][sink][d]
 };
 
@@ -53,6 +57,9 @@ struct fa_tq_layer {
     std::uint64_t seed;
     fa_tq_levers levers;
     fa_tq_stream keys, values;
+    // Smoothing: the running sum of squared query channels per KV head (its group's queries).
+    std::vector<double> query_sum_sq;  // [head][d]
+    long query_count = 0;
 
     fa_tq_stream& stream(bool is_key) { return is_key ? keys : values; }
     const fa_tq_stream& stream(bool is_key) const { return is_key ? keys : values; }

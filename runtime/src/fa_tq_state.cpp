@@ -13,6 +13,7 @@ constexpr int kDefaultScaleKind = TQ_SCALE_LEAST_SQUARES;
 constexpr fa_tq_center kDefaultCenter = FA_TQ_CENTER_KEYS;
 constexpr int kDefaultCenterBlock = 64;
 constexpr int kDefaultSinks = FA_TQ_NO_SINKS;
+constexpr fa_tq_smooth kDefaultSmooth = FA_TQ_SMOOTH_NONE;
 constexpr int kMaxSinks = 64, kMaxCenterBlock = 65536;
 
 // The levers of a config, defaults filled in; false (with a message) if a field is invalid.
@@ -43,6 +44,10 @@ bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
     if (sinks != FA_TQ_NO_SINKS && (sinks < 1 || sinks > kMaxSinks))
         return bad("sinks " + std::to_string(c.sinks) + " is not 0 (default), -1 (none) or in [1, 64]");
     out.sinks = sinks == FA_TQ_NO_SINKS ? 0 : sinks;
+    const int smooth = c.smooth == FA_TQ_SMOOTH_DEFAULT ? kDefaultSmooth : int(c.smooth);
+    if (smooth != FA_TQ_SMOOTH_NONE && smooth != FA_TQ_SMOOTH_KEYS)
+        return bad("smooth " + std::to_string(int(c.smooth)) + " is not an fa_tq_smooth (0 default, 1 none, 2 keys)");
+    out.smooth_keys = smooth == FA_TQ_SMOOTH_KEYS;
     return true;
 }
 }  // namespace
@@ -51,7 +56,7 @@ extern "C" {
 
 fa_tq_config fa_tq_config_default(void) {
     return fa_tq_config{4, 2, FA_TQ_SCALE_LEAST_SQUARES, FA_TQ_SCALE_FORMAT_F16, kDefaultCenter, kDefaultCenterBlock,
-                        kDefaultSinks};
+                        kDefaultSinks,   kDefaultSmooth};
 }
 
 fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {

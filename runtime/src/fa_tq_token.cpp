@@ -15,29 +15,76 @@
 namespace tq::detail {
 namespace {
 
-std::size_t mean_floats(const fa_tq_cache* cache, const fa_tq_layer& layer) {
+// Smoothing scales stay within [2^-8, 2^8]: enough for any real channel spread.
+constexpr double kSmoothLimit = 256.0;
+// Regularizes the channel energies: a channel with no energy gets this share of the mean's.
+constexpr double kSmoothFloor = 1e-2;
+
+std::size_t block_floats(const fa_tq_cache* cache, const fa_tq_layer& layer) {
     return std::size_t(cache->num_heads) * layer.head_dim;
 }
 
-// Drops the leading means of blocks that end at or before absolute position `oldest`.
-void drop_means_before(const fa_tq_cache* cache, const fa_tq_layer& layer, fa_tq_stream& s, long oldest) {
-    const std::size_t per_block = mean_floats(cache, layer);
-    std::size_t drop = 0;
-    while ((drop + 1) * per_block <= s.means.size() && block_end(layer.levers, s.first_block + long(drop)) <= oldest)
-        ++drop;
-    s.means.erase(s.means.begin(), s.means.begin() + std::ptrdiff_t(drop * per_block));
-    s.first_block += long(drop);
+// Drops the leading blocks that end at or before absolute position `oldest`.
+void drop_blocks_before(const fa_tq_cache* cache, const fa_tq_layer& layer, fa_tq_stream& s, long oldest) {
+    const std::size_t per_block = block_floats(cache, layer);
+    long drop = 0;
+    while (drop < s.blocks && block_end(layer.levers, s.first_block + drop) <= oldest) ++drop;
+    for (auto* v : {&s.means, &s.smooth})
+        if (!v->empty()) v->erase(v->begin(), v->begin() + std::ptrdiff_t(std::size_t(drop) * per_block));
+    s.first_block += drop;
+    s.blocks -= drop;
+}
+
+// A new block's mean: the running mean of what came before.  Any stored mean keeps
+// attention exact (it is added back); clamping keeps it a finite half.
+void block_mean(const fa_tq_stream& s, std::size_t n, std::uint16_t* out) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const double m = s.count ? s.sum[i] / double(s.count) : 0.0;
+        out[i] = float_to_half(float(std::clamp(m, -double(kHalfMax), double(kHalfMax))));
+    }
+}
+
+// A new block's key channel scales s_i = (E k_i^2 / E q_i^2)^(1/4), geometric mean 1,
+// from the running key energies (about the mean when centered) and the queries seen.
+// Dividing key channel i by s_i and multiplying the query's by it keeps scores exact
+// and minimizes the score error of isotropic quantization noise, (sum_i |q_i||k_i|)^2
+// instead of |q|^2 |k|^2 (Cauchy-Schwarz; docs/levers.md).
+void block_smooth(const fa_tq_layer& lay, const fa_tq_stream& s, int heads, int d, std::vector<double>& scratch,
+                  std::uint16_t* out) {
+    double* key = scratch.data();
+    double* query = key + d;
+    double* log_s = query + d;
+    for (int h = 0; h < heads; ++h) {
+        const std::size_t base = std::size_t(h) * d;
+        double key_mean = 0, query_mean = 0;
+        for (int i = 0; i < d; ++i) {
+            const double n = double(s.count), m = s.centered && n > 0 ? s.sum[base + i] / n : 0.0;
+            key[i] = n > 0 ? std::max(0.0, s.sum_sq[base + i] / n - m * m) : 0.0;
+            query[i] = lay.query_count ? lay.query_sum_sq[base + i] / double(lay.query_count) : 0.0;
+            key_mean += key[i] / d;
+            query_mean += query[i] / d;
+        }
+        double log_mean = 0;
+        std::fill(log_s, log_s + d, 0.0);
+        if (key_mean > 0 && query_mean > 0)
+            for (int i = 0; i < d; ++i) {
+                log_s[i] = 0.25 * (std::log(key[i] + kSmoothFloor * key_mean) - std::log(query[i] + kSmoothFloor * query_mean));
+                log_mean += log_s[i] / d;
+            }
+        for (int i = 0; i < d; ++i)
+            out[base + i] = float_to_half(float(std::clamp(std::exp(log_s[i] - log_mean), 1 / kSmoothLimit, kSmoothLimit)));
+    }
 }
 
 }  // namespace
 
-const std::uint16_t* stored_mean(const fa_tq_cache* cache, const fa_tq_layer& layer, const fa_tq_stream& s, long pos) {
+BlockData stored_block(const fa_tq_cache* cache, const fa_tq_layer& layer, const fa_tq_stream& s, long pos) {
     const long a = pos + cache->evicted;
-    if (!s.centered || is_sink(layer.levers, a)) return nullptr;
-    const std::size_t per_block = mean_floats(cache, layer);
+    if (!has_blocks(s) || is_sink(layer.levers, a)) return {};
     const long i = block_of(layer.levers, a) - s.first_block;
-    if (i < 0 || std::size_t(i) >= s.means.size() / per_block) return nullptr;
-    return &s.means[std::size_t(i) * per_block];
+    if (i < 0 || i >= s.blocks) return {};
+    const std::size_t at = std::size_t(i) * block_floats(cache, layer);
+    return {s.centered ? &s.means[at] : nullptr, s.smoothed ? &s.smooth[at] : nullptr};
 }
 
 int encode_token(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, int layer, int pos,
@@ -47,37 +94,42 @@ int encode_token(const char* fn, const fa_tq_state* state, const fa_tq_cache* ca
     const tq_bit_kernels& k = is_key ? *state->kernels->key : *state->kernels->value;
     const int d = state->head_dim, heads = cache->num_heads;
     const std::size_t n = std::size_t(heads) * d;
+    const bool blocked = has_blocks(s) && !is_sink(lay.levers, pos + cache->evicted);
+    BlockData block = blocked ? stored_block(cache, lay, s, pos) : BlockData{};
+    token.opens_block = blocked && !block.mean && !block.smooth;
     try {
         token.codes.resize(k.code_bytes * heads);
         token.scales.resize(heads);
-        token.centered.resize(n);
-        token.mean.clear();
+        token.encoded.resize(n);
+        token.mean.resize(token.opens_block && s.centered ? n : 0);
+        token.smooth.resize(token.opens_block && s.smoothed ? n : 0);
+        token.stats.resize(3 * std::size_t(d));
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for one token's codes");
     }
     const float* src = vec;
-    if (s.centered && !is_sink(lay.levers, pos + cache->evicted)) {
-        const std::uint16_t* mean = stored_mean(cache, lay, s, pos);
-        if (!mean) {  // pos opens a block: its mean is the running mean of what came before
-            try {
-                token.mean.resize(n);
-            } catch (const std::bad_alloc&) {
-                return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for a block mean");
-            }
-            for (std::size_t i = 0; i < n; ++i) {
-                // Any stored mean keeps attention exact (it is added back); clamping keeps it a finite half.
-                const double m = s.count ? s.sum[i] / double(s.count) : 0.0;
-                token.mean[i] = float_to_half(float(std::clamp(m, -double(kHalfMax), double(kHalfMax))));
-            }
-            mean = token.mean.data();
+    if (blocked) {
+        if (token.opens_block) {
+            if (s.centered) block_mean(s, n, token.mean.data());
+            if (s.smoothed) block_smooth(lay, s, heads, d, token.stats, token.smooth.data());
+            block = {s.centered ? token.mean.data() : nullptr, s.smoothed ? token.smooth.data() : nullptr};
         }
-        for (std::size_t i = 0; i < n; ++i) token.centered[i] = vec[i] - half_to_float(mean[i]);
-        src = token.centered.data();
+        for (std::size_t i = 0; i < n; ++i) {
+            float x = vec[i];
+            if (block.mean) x -= half_to_float(block.mean[i]);
+            if (block.smooth) x /= half_to_float(block.smooth[i]);
+            token.encoded[i] = x;
+        }
+        src = token.encoded.data();
     }
     for (int h = 0; h < heads; ++h) {
         const int rc = k.encode(state->signs.data(), src + std::size_t(h) * d, state->scale_kind,
                                 &token.codes[h * k.code_bytes], &token.scales[h]);
-        if (rc == TQ_ERROR_NONFINITE) return check_finite(fn, vec, n, "vec");
+        if (rc == TQ_ERROR_NONFINITE) {
+            if (int bad = check_finite(fn, vec, n, "vec")) return bad;
+            return fail(TQ_ERROR_RANGE, std::string(fn) + ": head " + std::to_string(h) +
+                                            " leaves the float range once centered and smoothed");
+        }
         if (rc != TQ_OK)
             return fail(static_cast<tq_status>(rc), std::string(fn) + ": head " + std::to_string(h) +
                                                         " has a norm beyond the float range");
@@ -115,22 +167,25 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
                         vec + std::size_t(h) * d, sizeof(float) * d);
         return;
     }
-    if (!s.centered) return;
-    if (cache->ring) drop_means_before(cache, lay, s, std::max(0, s.length - cache->max_seq_len));
-    if (!token.mean.empty()) {
-        if (s.means.empty()) s.first_block = block_of(lay.levers, a);
-        s.means.insert(s.means.end(), token.mean.begin(), token.mean.end());  // within the reserved capacity
+    if (!has_blocks(s)) return;
+    if (cache->ring) drop_blocks_before(cache, lay, s, std::max(0, s.length - cache->max_seq_len));
+    if (token.opens_block) {  // within the capacity reserved at creation
+        if (s.blocks == 0) s.first_block = block_of(lay.levers, a);
+        s.means.insert(s.means.end(), token.mean.begin(), token.mean.end());
+        s.smooth.insert(s.smooth.end(), token.smooth.begin(), token.smooth.end());
+        ++s.blocks;
     }
-    if (append) {  // the running mean learns appended positions; overwrites keep it
+    if (append) {  // the running sums learn appended positions; overwrites keep them
         for (std::size_t i = 0; i < s.sum.size(); ++i) s.sum[i] += vec[i];
+        for (std::size_t i = 0; i < s.sum_sq.size(); ++i) s.sum_sq[i] += double(vec[i]) * vec[i];
         ++s.count;
     }
 }
 
-void drop_evicted_means(fa_tq_cache* cache) {
+void drop_evicted_blocks(fa_tq_cache* cache) {
     for (fa_tq_layer& lay : cache->layers)
         for (bool is_key : {true, false})
-            if (lay.stream(is_key).centered) drop_means_before(cache, lay, lay.stream(is_key), cache->evicted);
+            if (has_blocks(lay.stream(is_key))) drop_blocks_before(cache, lay, lay.stream(is_key), cache->evicted);
 }
 
 }  // namespace tq::detail

@@ -13,14 +13,24 @@ namespace tq::detail {
 struct EncodedToken {
     std::vector<std::uint8_t> codes;   // [head][code_bytes]
     std::vector<float> scales;         // [head], as stored (already rounded to half if the cache keeps halves)
-    std::vector<std::uint16_t> mean;   // [head][d]: a new block's mean, when this token opens one
-    std::vector<float> centered;       // scratch: vec minus its mean
+    bool opens_block = false;          // this token opens a block: its data follows
+    std::vector<std::uint16_t> mean;   // [head][d], when centered
+    std::vector<std::uint16_t> smooth; // [head][d], when smoothed
+    std::vector<float> encoded;        // scratch: (vec - mean) / smooth
+    std::vector<double> stats;         // scratch: channel energies
 };
 
-// The mean (half floats, [head][d]) that position pos of a stream is encoded
-// against, or nullptr when the stream is not centered, pos is a sink, or pos
-// opens a block whose mean is not stored yet (then it is token.mean after encode).
-const std::uint16_t* stored_mean(const fa_tq_cache* cache, const fa_tq_layer& layer, const fa_tq_stream& s, long pos);
+// What a block stores (half floats, [head][d]); nullptr where the stream does not use it.
+struct BlockData {
+    const std::uint16_t* mean = nullptr;
+    const std::uint16_t* smooth = nullptr;
+};
+
+inline bool has_blocks(const fa_tq_stream& s) { return s.centered || s.smoothed; }
+
+// The block data position pos of a stream was encoded with, or {} when the stream
+// has none, pos is a sink, or pos opens a block not stored yet.
+BlockData stored_block(const fa_tq_cache* cache, const fa_tq_layer& layer, const fa_tq_stream& s, long pos);
 
 // Encodes vec[num_heads * head_dim] for `layer` at `pos` into token; touches no cache state.
 int encode_token(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, int layer, int pos,
@@ -33,6 +43,6 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
 }  // namespace tq::detail
 
 namespace tq::detail {
-// After an eviction: drops the means of blocks no held position uses.
-void drop_evicted_means(fa_tq_cache* cache);
+// After an eviction: drops the data of blocks no held position uses.
+void drop_evicted_blocks(fa_tq_cache* cache);
 }  // namespace tq::detail

@@ -68,6 +68,17 @@ typedef enum fa_tq_center {
     FA_TQ_CENTER_BOTH = 4
 } fa_tq_center;
 
+/* Smoothing (docs/levers.md): per (layer, KV head) and block of positions, divide
+ * each key channel by sigma_i = (E k_i^2 / E q_i^2)^(1/4) (learned online from
+ * the keys written and the queries attended so far, stored with the block) and
+ * multiply the query's channel by it: scores stay exact, and the quantization
+ * noise moves to the channels the queries weigh least. */
+typedef enum fa_tq_smooth {
+    FA_TQ_SMOOTH_DEFAULT = 0,
+    FA_TQ_SMOOTH_NONE = 1,
+    FA_TQ_SMOOTH_KEYS = 2
+} fa_tq_smooth;
+
 /* Bit allocation, in bits per coordinate: whole, or in steps of 1/8 (3.5 puts
  * half the coordinates at 4 bits and half at 3), and the quality levers.  Bits
  * must be compiled into this build (TQ_BITS).  A zero field (as in
@@ -79,8 +90,9 @@ typedef struct {
     fa_tq_scale scale; /* default FA_TQ_SCALE_DEFAULT */
     fa_tq_scale_format scale_format; /* default: half */
     fa_tq_center center;             /* default: see docs/levers.md */
-    int center_block;   /* positions per mean block, a power of two in [1, 65536]; 0: default */
+    int center_block;   /* positions per block (of means and smoothing scales), a power of two in [1, 65536]; 0: default */
     int sinks;          /* the first positions kept exact (float): 0 default, FA_TQ_NO_SINKS none, else 1..64 */
+    fa_tq_smooth smooth;             /* default: see docs/levers.md */
 } fa_tq_config;
 
 #define FA_TQ_NO_SINKS (-1)

@@ -26,6 +26,7 @@ struct Config {
     fa_tq_center center = FA_TQ_CENTER_DEFAULT;
     int center_block = 0;  // positions per mean block (a power of two)
     int sinks = 0;         // first positions kept exact; FA_TQ_NO_SINKS for none
+    fa_tq_smooth smooth = FA_TQ_SMOOTH_DEFAULT;
 };
 
 enum class Kind { key, value };
