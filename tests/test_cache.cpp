@@ -45,15 +45,17 @@ TEST_CASE("cache: bytes per token, K4/V2 at d=128 is 100 per KV head (104 with f
     const tq::Quantizer quant(128, {4, 2});
     KVCache cache(quant, 4, 16, 2048);
     CHECK(cache.bytes_per_token() == 4 * 16 * 100);
-    // the default centers keys: one half-float mean of 128 per block of 64 positions
-    CHECK(cache.bytes_per_token_all_in() == doctest::Approx(4 * 16 * (100 + 128 * 2.0 / 64)));
-    // plus, per (layer, head), the means of the blocks one window can touch (6 + 3 + 2048 / 64
-    // of 128 halves) and the running sum (128 doubles)
+    // the default centers and smooths keys: a mean and channel scales of 128 halves each
+    // per block of 128 positions
+    CHECK(cache.bytes_per_token_all_in() == doctest::Approx(4 * 16 * (100 + 2 * 128 * 2.0 / 128)));
+    // plus, per (layer, head), the block data one window can touch (7 + 3 + 2048 / 128 blocks
+    // of 2 x 128 halves), the running sums (3 x 128 doubles) and a sink (2 x 128 floats)
     CHECK(cache.bytes_total() >= 4 * 16 * 100 * 2048);
-    CHECK(cache.bytes_total() < 4 * 16 * (100 * 2048 + 41 * 128 * 2 + 128 * 8) + 4 * 4096);  // + bookkeeping per layer
+    CHECK(cache.bytes_total() < 4 * 16 * (100 * 2048 + 26 * 128 * 4 + 128 * 24 + 128 * 8) + 4 * 4096);  // + bookkeeping
     const double fp32 = 4.0 * 16 * 128 * 4 * 2;
     CHECK(fp32 / cache.bytes_per_token_all_in() >= 9.8);
-    const tq::Quantizer plain(128, {4, 2, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE});
+    const tq::Quantizer plain(128, {4, 2, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE, 0, FA_TQ_NO_SINKS,
+                                    FA_TQ_SMOOTH_NONE});
     KVCache float_scales(plain, 4, 16, 2048);
     CHECK(float_scales.bytes_per_token() == 4 * 16 * 104);
     CHECK(float_scales.bytes_per_token_all_in() == 4 * 16 * 104);

@@ -11,9 +11,9 @@ namespace {
 constexpr int kDefaultScaleKind = TQ_SCALE_LEAST_SQUARES;
 // Chosen by measurement on two model families (docs/levers.md).
 constexpr fa_tq_center kDefaultCenter = FA_TQ_CENTER_KEYS;
-constexpr int kDefaultCenterBlock = 64;
-constexpr int kDefaultSinks = FA_TQ_NO_SINKS;
-constexpr fa_tq_smooth kDefaultSmooth = FA_TQ_SMOOTH_NONE;
+constexpr int kDefaultCenterBlock = 128;
+constexpr int kDefaultSinks = 1;
+constexpr fa_tq_smooth kDefaultSmooth = FA_TQ_SMOOTH_KEYS;
 constexpr int kMaxSinks = 64, kMaxCenterBlock = 65536;
 
 // The levers of a config, defaults filled in; false (with a message) if a field is invalid.
