@@ -60,10 +60,12 @@ void Fp32Cache::attend(int layer, int pos, const float* q, int q_heads, const fl
     std::size_t base = static_cast<std::size_t>(layer) * shape_.max_positions * row;
     std::memcpy(&keys_[base + pos * row], k, row * sizeof(float));
     std::memcpy(&values_[base + pos * row], v, row * sizeof(float));
-    int group = q_heads / shape_.kv_heads, d = shape_.head_dim;
+    int group = q_heads / shape_.kv_heads, d = shape_.head_dim, window = shape_.window(layer);
+    int first = window > 0 && pos >= window ? pos - window + 1 : 0;  // a sliding window: the last `window` positions
     for (int h = 0; h < q_heads; ++h) {
-        std::size_t head = base + static_cast<std::size_t>(h / group) * d;
-        attend_head(q + h * d, &keys_[head], &values_[head], pos + 1, static_cast<int>(row), d, scores_.data(), out + h * d);
+        std::size_t head = base + static_cast<std::size_t>(first) * row + static_cast<std::size_t>(h / group) * d;
+        attend_head(q + h * d, &keys_[head], &values_[head], pos + 1 - first, static_cast<int>(row), d, scores_.data(),
+                    out + h * d);
     }
 }
 
@@ -75,13 +77,42 @@ TurboQuantCache::TurboQuantCache(CacheShape shape, float key_bits, float value_b
     : shape_(shape),
       key_bits_(key_bits),
       value_bits_(value_bits),
-      quantizer_(shape.head_dim, tq::Config{key_bits, value_bits}, seed),
-      cache_(std::make_unique<tq::KVCache>(quantizer_, shape.layers, shape.kv_heads, shape.max_positions)) {}
+      quantizer_(shape.head_dim, tq::Config{key_bits, value_bits}, seed) {
+    std::vector<int> windows;  // of each cache: 0 for a linear one
+    std::vector<int> layers;   // in each cache
+    for (int l = 0; l < shape.layers; ++l) {
+        int w = shape.window(l) > 0 && shape.window(l) < shape.max_positions ? shape.window(l) : 0;
+        std::size_t c = 0;
+        while (c < windows.size() && windows[c] != w) ++c;
+        if (c == windows.size()) {
+            windows.push_back(w);
+            layers.push_back(0);
+        }
+        layer_.emplace_back(c, layers[c]++);
+    }
+    for (std::size_t c = 0; c < windows.size(); ++c) {
+        auto mode = windows[c] ? tq::KVCache::Mode::ring : tq::KVCache::Mode::linear;
+        caches_.push_back(std::make_unique<tq::KVCache>(quantizer_, layers[c], shape.kv_heads,
+                                                        windows[c] ? windows[c] : shape.max_positions, mode));
+    }
+}
 
 void TurboQuantCache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
+    if (layer < 0 || layer >= shape_.layers) throw std::out_of_range("tq cache: layer " + std::to_string(layer) + " out of range");
     std::size_t row = static_cast<std::size_t>(shape_.kv_heads) * shape_.head_dim;
     std::size_t q_row = static_cast<std::size_t>(q_heads) * shape_.head_dim;
-    cache_->attention(layer, pos, {q, q_row}, {k, row}, {v, row}, {out, q_row});
+    auto [c, l] = layer_[static_cast<std::size_t>(layer)];
+    caches_[c]->attention(l, pos, {q, q_row}, {k, row}, {v, row}, {out, q_row});
+}
+
+void TurboQuantCache::clear() {
+    for (auto& c : caches_) c->clear();
+}
+
+std::size_t TurboQuantCache::bytes_per_token() const {
+    std::size_t bytes = 0;
+    for (const auto& c : caches_) bytes += c->bytes_per_token();
+    return bytes;
 }
 
 std::string TurboQuantCache::name() const {
