@@ -52,12 +52,14 @@ int perplexity(const Options& o) {
 
     // Logits go chunk by chunk (kChunk positions, every config), so that a large
     // vocabulary (Gemma's 262144) needs kChunk rows of logits per config, not window.
-    constexpr int kChunk = 32;
+    constexpr int kChunk = 64;
     int vocab = e.model.config().vocab, dim = e.model.config().dim;
     std::vector<std::vector<float>> hidden(tallies.size());
     std::vector<float> logits(static_cast<std::size_t>(kChunk) * vocab);
-    std::vector<std::vector<double>> base(kChunk);  // the first config's log-probs in this chunk
-    std::vector<std::ptrdiff_t> base_top(kChunk);   // and its top-1
+    // the first config's log-probs and probabilities in this chunk, and its top-1
+    std::vector<std::vector<double>> base(kChunk);
+    std::vector<std::vector<float>> base_p(kChunk);
+    std::vector<std::ptrdiff_t> base_top(kChunk);
     auto top = [](const std::vector<double>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
     std::vector<double> lp;
     std::vector<std::int32_t> window(static_cast<std::size_t>(o.window));
@@ -84,11 +86,13 @@ int perplexity(const Options& o) {
                     ++s.predictions;
                     if (c == 0) {
                         base[r] = lp;
+                        base_p[r].resize(lp.size());
+                        for (std::size_t i = 0; i < lp.size(); ++i) base_p[r][i] = static_cast<float>(std::exp(lp[i]));
                         base_top[r] = top(lp);
                         continue;
                     }
                     double kl = 0;
-                    for (int i = 0; i < vocab; ++i) kl += std::exp(base[r][i]) * (base[r][i] - lp[i]);
+                    for (int i = 0; i < vocab; ++i) kl += base_p[r][i] * (base[r][i] - lp[i]);
                     s.kl += kl;
                     s.agree += base_top[r] == top(lp);
                 }
