@@ -109,9 +109,12 @@ EXPECT = {
                     sweep={"tq K8/V8": (0.5, 0.002, 97), "tq K4/V4": (11, 0.11, 81), "tq K4/V2": (27, 0.32, 71)},
                     bytes={"fp32": 46080, "tq K8/V8": 12240, "tq K4/V4": 6480, "tq K4/V2": 5040},
                     generate=(4, 2)),
-    # Gemma 3 270M: see docs/quality.md for the measured figures behind these bounds.
-    "gemma3": dict(logits=(99, 99), windows=1,
-                   sweep={"tq K8/V8": (99, 9, 0), "tq K4/V4": (99, 9, 0)},
+    # Gemma 3 270M: llama.cpp's 64 largest logits differ by up to 0.38 (RMS 0.17; it
+    # quantizes activations to 8 bits in its k-quant products): bounds 0.75, 0.3.
+    # Perplexity on 2 windows of 1024 (BOS + 1023 tokens) measured: FP32 17.098 (llama.cpp
+    # 17.183, -0.49%); K8/V8 +0.16%, KL 0.0008, top-1 98.7%; K4/V4 +11.5%, KL 0.143, top-1 79.9%.
+    "gemma3": dict(logits=(0.75, 0.3), windows=2,
+                   sweep={"tq K8/V8": (0.6, 0.002, 97), "tq K4/V4": (15, 0.18, 76)},
                    bytes={"fp32": 36864, "tq K8/V8": 9360, "tq K4/V4": 4752},
                    generate=(4, 4)),
 }
