@@ -75,19 +75,33 @@ private:
     std::uint64_t at_ = 0;
 };
 
-// Bytes of n elements of a ggml type: blocks of 32 for the quantized ones.
+// Bytes of n elements of a ggml type: blocks of 32 for the simple quantized ones, of
+// 256 (a super-block) for the k-quants.
 std::uint64_t type_bytes(std::uint32_t type, std::uint64_t n, const Cursor& c) {
     switch (static_cast<TensorType>(type)) {
     case TensorType::f32: return 4 * n;
     case TensorType::f16: return 2 * n;
     case TensorType::q4_0: return n / 32 * 18;
     case TensorType::q4_1: return n / 32 * 20;
+    case TensorType::q5_0: return n / 32 * 22;
     case TensorType::q8_0: return n / 32 * 34;
+    case TensorType::q4_k: return n / 256 * 144;
+    case TensorType::q6_k: return n / 256 * 210;
     }
-    c.fail("tensor type " + std::to_string(type) + " is not supported (f32, f16, q4_0, q4_1, q8_0 are)");
+    c.fail("tensor type " + std::to_string(type) + " is not supported (f32, f16, q4_0, q4_1, q5_0, q8_0, q4_K, q6_K are)");
 }
 
 }  // namespace
+
+std::uint64_t block_elements(std::uint32_t type) {
+    switch (static_cast<TensorType>(type)) {
+    case TensorType::f32:
+    case TensorType::f16: return 1;
+    case TensorType::q4_k:
+    case TensorType::q6_k: return 256;
+    default: return 32;
+    }
+}
 
 std::uint64_t Tensor::elements() const {
     std::uint64_t n = 1;
@@ -129,7 +143,8 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
     if (alignment == 0) c.fail("alignment 0");
     std::uint64_t data = (c.offset() + alignment - 1) / alignment * alignment;
     for (auto& [t, offset] : infos) {
-        if (t.shape[0] % 32 != 0 && t.type != 0 && t.type != 1) c.fail(t.name + ": row length not a multiple of 32");
+        if (t.shape[0] % block_elements(t.type) != 0)
+            c.fail(t.name + ": row length not a multiple of " + std::to_string(block_elements(t.type)));
         auto size = type_bytes(t.type, t.elements(), c);
         if (data + offset < data || data + offset + size > bytes_.size()) c.fail(t.name + ": data past the end");
         t.data = bytes_.data() + data + offset;

@@ -11,7 +11,10 @@
 namespace llama {
 
 // ggml tensor types this engine dequantizes (ggml.h numbering).
-enum class TensorType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q8_0 = 8 };
+enum class TensorType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q8_0 = 8, q4_k = 12, q6_k = 14 };
+
+// Elements per block of a quantized type (1 for f32, f16): 32, or 256 for the k-quants.
+std::uint64_t block_elements(std::uint32_t type);
 
 struct Tensor {
     std::string name;

@@ -29,7 +29,10 @@ void Fp32Cache::attend(int layer, int pos, const float* q, int q_heads, const fl
     std::size_t base = static_cast<std::size_t>(layer) * shape_.max_positions * row;
     std::memcpy(&keys_[base + pos * row], k, row * sizeof(float));
     std::memcpy(&values_[base + pos * row], v, row * sizeof(float));
-    attend_positions(q, q_heads, &keys_[base], &values_[base], pos + 1, shape_.kv_heads, shape_.head_dim, scores_.data(), out);
+    int window = shape_.window(layer);
+    int first = window > 0 && pos >= window ? pos - window + 1 : 0;  // a sliding window: the last `window` positions
+    attend_positions(q, q_heads, &keys_[base + first * row], &values_[base + first * row], pos + 1 - first, shape_.kv_heads,
+                     shape_.head_dim, scores_.data(), out);
 }
 
 std::size_t Fp32Cache::bytes_per_token() const {
@@ -47,21 +50,58 @@ TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint
             seed));
         return quantizers_.back().get();
     };
-    std::vector<const tq::Quantizer*> layers(static_cast<std::size_t>(shape.layers), quantizer(kv.key_bits, kv.value_bits));
+    // Per-layer configs: the sweep's bits, and other bits for the layers it names.
+    std::vector<const tq::Quantizer*> per_layer(static_cast<std::size_t>(shape.layers), quantizer(kv.key_bits, kv.value_bits));
     for (const auto& l : lv.layers) {
         if (l.first < 0 || l.last < l.first || l.last >= shape.layers)
             throw std::invalid_argument("layers " + std::to_string(l.first) + "-" + std::to_string(l.last) +
                                         " are not within the model's 0-" + std::to_string(shape.layers - 1));
         const tq::Quantizer* q = quantizer(l.key_bits, l.value_bits);
-        std::fill(layers.begin() + l.first, layers.begin() + l.last + 1, q);
+        std::fill(per_layer.begin() + l.first, per_layer.begin() + l.last + 1, q);
     }
-    cache_ = std::make_unique<tq::KVCache>(layers, shape.kv_heads, shape.max_positions);
+    // One tq::KVCache per distinct window, holding its layers' quantizers.
+    std::vector<int> windows;                                 // of each cache: 0 for a linear one
+    std::vector<std::vector<const tq::Quantizer*>> layers;   // of each cache
+    for (int l = 0; l < shape.layers; ++l) {
+        int w = shape.window(l) > 0 && shape.window(l) < shape.max_positions ? shape.window(l) : 0;
+        std::size_t c = 0;
+        while (c < windows.size() && windows[c] != w) ++c;
+        if (c == windows.size()) {
+            windows.push_back(w);
+            layers.emplace_back();
+        }
+        layer_.emplace_back(c, static_cast<int>(layers[c].size()));
+        layers[c].push_back(per_layer[static_cast<std::size_t>(l)]);
+    }
+    for (std::size_t c = 0; c < windows.size(); ++c) {
+        auto mode = windows[c] ? tq::KVCache::Mode::ring : tq::KVCache::Mode::linear;
+        caches_.push_back(std::make_unique<tq::KVCache>(layers[c], shape.kv_heads,
+                                                        windows[c] ? windows[c] : shape.max_positions, mode));
+    }
 }
 
 void TurboQuantCache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
+    if (layer < 0 || layer >= shape_.layers) throw std::out_of_range("tq cache: layer " + std::to_string(layer) + " out of range");
     std::size_t row = static_cast<std::size_t>(shape_.kv_heads) * shape_.head_dim;
     std::size_t q_row = static_cast<std::size_t>(q_heads) * shape_.head_dim;
-    cache_->attention(layer, pos, {q, q_row}, {k, row}, {v, row}, {out, q_row});
+    auto [c, l] = layer_[static_cast<std::size_t>(layer)];
+    caches_[c]->attention(l, pos, {q, q_row}, {k, row}, {v, row}, {out, q_row});
+}
+
+void TurboQuantCache::clear() {
+    for (auto& c : caches_) c->clear();
+}
+
+std::size_t TurboQuantCache::bytes_per_token() const {
+    std::size_t bytes = 0;
+    for (const auto& c : caches_) bytes += c->bytes_per_token();
+    return bytes;
+}
+
+double TurboQuantCache::bytes_per_token_all_in() const {
+    double bytes = 0;
+    for (const auto& c : caches_) bytes += c->bytes_per_token_all_in();
+    return bytes;
 }
 
 std::string TurboQuantCache::name() const {
@@ -107,14 +147,18 @@ void GgmlCache::store(std::vector<std::uint8_t>& to, std::size_t at, const float
 
 void GgmlCache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
     check_attend(std::string(ggml::name(format_)), shape_, layer, pos, q_heads);
-    int d = shape_.head_dim, n = pos + 1;
-    std::size_t layer_base = static_cast<std::size_t>(layer) * shape_.max_positions * shape_.kv_heads * vector_bytes_;
-    std::size_t at = layer_base + static_cast<std::size_t>(pos) * shape_.kv_heads * vector_bytes_;
+    int d = shape_.head_dim, window = shape_.window(layer);
+    int first = window > 0 && pos >= window ? pos - window + 1 : 0;  // a sliding window: the last `window` positions
+    int n = pos + 1 - first;
+    std::size_t position_bytes = static_cast<std::size_t>(shape_.kv_heads) * vector_bytes_;
+    std::size_t layer_base = static_cast<std::size_t>(layer) * shape_.max_positions * position_bytes;
+    std::size_t at = layer_base + static_cast<std::size_t>(pos) * position_bytes;
     store(keys_, at, k, key_rotation_);
     store(values_, at, v, value_rotation_);
-    // This layer's positions 0..pos are contiguous: decode them in one pass.
-    ggml::dequantize_row(format_, &keys_[layer_base], n * shape_.kv_heads * d, decoded_keys_.data());
-    ggml::dequantize_row(format_, &values_[layer_base], n * shape_.kv_heads * d, decoded_values_.data());
+    // This layer's positions first..pos are contiguous: decode them in one pass.
+    std::size_t from = layer_base + static_cast<std::size_t>(first) * position_bytes;
+    ggml::dequantize_row(format_, &keys_[from], n * shape_.kv_heads * d, decoded_keys_.data());
+    ggml::dequantize_row(format_, &values_[from], n * shape_.kv_heads * d, decoded_values_.data());
     if (!key_rotation_) {
         attend_positions(q, q_heads, decoded_keys_.data(), decoded_values_.data(), n, shape_.kv_heads, d, scores_.data(), out);
         return;

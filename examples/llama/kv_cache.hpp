@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <turboquant/turboquant.hpp>
@@ -20,6 +21,8 @@ namespace llama {
 
 struct CacheShape {
     int layers, kv_heads, head_dim, max_positions;
+    std::vector<int> windows;  // per layer: attend to the last windows[l] positions only (0, or none given: all)
+    int window(int layer) const { return static_cast<std::size_t>(layer) < windows.size() ? windows[layer] : 0; }
 };
 
 class KvCache {
@@ -27,7 +30,8 @@ public:
     virtual ~KvCache() = default;
     // Store this token's k and v (kv_heads × head_dim) at pos in layer, then attend
     // q (q_heads × head_dim; query head h reads KV head h / (q_heads / kv_heads)) over
-    // positions 0..pos, writing out (q_heads × head_dim).  Positions come in order.
+    // positions 0..pos (a layer with a window w: pos-w+1..pos), writing out
+    // (q_heads × head_dim) with softmax(q·k / sqrt(head_dim)).  Positions come in order.
     virtual void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) = 0;
     virtual void clear() = 0;
     virtual std::size_t bytes_per_token() const = 0;  // all layers, keys and values
@@ -54,16 +58,19 @@ public:
     // Throws tq::Error if (head_dim, key_bits, value_bits) is not compiled in.
     TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed);
     void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) override;
-    void clear() override { cache_->clear(); }
-    std::size_t bytes_per_token() const override { return cache_->bytes_per_token(); }
-    double bytes_per_token_all_in() const override { return cache_->bytes_per_token_all_in(); }
+    void clear() override;
+    std::size_t bytes_per_token() const override;
+    double bytes_per_token_all_in() const override;
     std::string name() const override;
 
 private:
     CacheShape shape_;
     KvConfig kv_;
     std::vector<std::unique_ptr<tq::Quantizer>> quantizers_;  // one per distinct config
-    std::unique_ptr<tq::KVCache> cache_;
+    // One tq::KVCache per distinct window: linear for full attention, a ring of `window`
+    // positions for a sliding window.  layer_[l] = {cache, its layer index in that cache}.
+    std::vector<std::unique_ptr<tq::KVCache>> caches_;
+    std::vector<std::pair<std::size_t, int>> layer_;
 };
 
 // Keys and values as ggml blocks (real bytes), both in one format; attention decodes

@@ -1,4 +1,4 @@
-// tq-llama: a small llama-architecture inference engine that embeds TurboQuant's
+// tq-llama: a small inference engine for llama and Gemma 3 models that embeds TurboQuant's
 // generated kernels (examples/llama/README.md).
 #include <cstdio>
 #include <exception>

@@ -1,6 +1,7 @@
 #include "model.hpp"
 
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -18,7 +19,7 @@ std::vector<float> load(const GgufFile& file, const std::string& name, std::uint
     return dequantize(t);
 }
 
-// x ← x / sqrt(mean(x²) + eps) ⊙ g, row by row.
+// x ← x / sqrt(mean(x²) + eps) ⊙ g, row by row (out may be x).
 void rms_norm(const float* x, const float* g, int rows, int dim, float eps, float* out) {
     for (int r = 0; r < rows; ++r) {
         const float* xr = x + static_cast<long>(r) * dim;
@@ -29,7 +30,7 @@ void rms_norm(const float* x, const float* g, int rows, int dim, float eps, floa
     }
 }
 
-// cos and sin of pos · base^(-2i/d) for pairs i < d/2 at positions pos .. pos+n-1.
+// cos and sin of pos · base^(-2i/d) for i < d/2 at positions pos .. pos+n-1.
 std::vector<float> rope_table(int n, int d, int pos, float base) {
     std::vector<float> table(static_cast<std::size_t>(n) * d);
     for (int t = 0; t < n; ++t)
@@ -41,100 +42,162 @@ std::vector<float> rope_table(int n, int d, int pos, float base) {
     return table;
 }
 
-// Rotates pairs (2i, 2i+1) of each head by the angle whose cos, sin are cs[2i], cs[2i+1].
-void rope(float* x, int heads, int d, const float* cs) {
+// Rotates, in each head, the pairs (2i, 2i+1) (llama's layout in GGUF) or (i, i + d/2)
+// (NeoX, Gemma) by the angle whose cos, sin are cs[2i], cs[2i+1].
+void rope(float* x, int heads, int d, const float* cs, bool neox) {
+    int stride = neox ? 1 : 2, offset = neox ? d / 2 : 1;
     for (int i = 0; i < d / 2; ++i) {
         float c = cs[2 * i], s = cs[2 * i + 1];
         for (int h = 0; h < heads; ++h) {
-            float* p = x + h * d + 2 * i;
-            float a = p[0], b = p[1];
+            float* p = x + h * d + stride * i;
+            float a = p[0], b = p[offset];
             p[0] = a * c - b * s;
-            p[1] = a * s + b * c;
+            p[offset] = a * s + b * c;
         }
     }
+}
+
+// 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))): GELU's tanh approximation, as Gemma uses.
+float gelu(float x) {
+    constexpr float k = 0.7978845608028654f;  // sqrt(2/π)
+    return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
 }
 
 }  // namespace
 
-Model::Model(const GgufFile& file) {
-    if (file.string("general.architecture") != "llama")
-        throw std::runtime_error("architecture " + file.string("general.architecture") + " is not supported (llama is)");
+ModelConfig llama_config(const GgufFile& file) {
     auto u = [&](const char* key) { return static_cast<int>(file.uint(std::string("llama.") + key)); };
-    config_.layers = u("block_count");
-    config_.dim = u("embedding_length");
-    config_.heads = u("attention.head_count");
-    config_.kv_heads = u("attention.head_count_kv");
-    config_.ffn = u("feed_forward_length");
-    config_.context = u("context_length");
-    config_.rope_base = static_cast<float>(file.real("llama.rope.freq_base"));
-    config_.norm_eps = static_cast<float>(file.real("llama.attention.layer_norm_rms_epsilon"));
-    if (config_.heads <= 0 || config_.kv_heads <= 0 || config_.dim % config_.heads != 0 || config_.heads % config_.kv_heads != 0)
+    ModelConfig c;
+    c.arch = "llama";
+    c.layers = u("block_count");
+    c.dim = u("embedding_length");
+    c.heads = u("attention.head_count");
+    c.kv_heads = u("attention.head_count_kv");
+    c.ffn = u("feed_forward_length");
+    c.context = u("context_length");
+    c.norm_eps = static_cast<float>(file.real("llama.attention.layer_norm_rms_epsilon"));
+    if (c.heads <= 0 || c.dim % c.heads != 0) throw std::runtime_error("inconsistent head counts in the model's metadata");
+    c.head_dim = c.dim / c.heads;
+    c.layer.assign(static_cast<std::size_t>(std::max(c.layers, 0)), {static_cast<float>(file.real("llama.rope.freq_base")), 0});
+    return c;
+}
+
+Model::Model(const GgufFile& file) {
+    std::string arch = file.string("general.architecture");
+    if (arch == "llama") config_ = llama_config(file);
+    else if (arch == "gemma3") config_ = gemma3_config(file);
+    else throw std::runtime_error("architecture " + arch + " is not supported (llama and gemma3 are)");
+    auto& c = config_;
+    if (c.layers <= 0 || c.heads <= 0 || c.kv_heads <= 0 || c.heads % c.kv_heads != 0)
         throw std::runtime_error("inconsistent head counts in the model's metadata");
-    config_.head_dim = config_.dim / config_.heads;
-    if (config_.head_dim % 16 != 0 || config_.dim % 16 != 0 || config_.ffn % 16 != 0)
+    if (c.head_dim % 16 != 0 || c.dim % 16 != 0 || c.ffn % 16 != 0)
         throw std::runtime_error("dims must be multiples of 16 for this engine");
     const Tensor& embd = file.tensor("token_embd.weight");
-    config_.vocab = static_cast<int>(embd.shape.size() > 1 ? embd.shape[1] : 0);
+    c.vocab = static_cast<int>(embd.shape.size() > 1 ? embd.shape[1] : 0);
 
-    auto dim = static_cast<std::uint64_t>(config_.dim), kv = static_cast<std::uint64_t>(config_.kv_heads * config_.head_dim),
-         ffn = static_cast<std::uint64_t>(config_.ffn);
-    embedding_ = load(file, "token_embd.weight", static_cast<std::uint64_t>(config_.vocab), dim);
+    auto dim = static_cast<std::uint64_t>(c.dim), q = static_cast<std::uint64_t>(c.heads * c.head_dim),
+         kv = static_cast<std::uint64_t>(c.kv_heads * c.head_dim), ffn = static_cast<std::uint64_t>(c.ffn),
+         hd = static_cast<std::uint64_t>(c.head_dim);
+    embedding_ = load(file, "token_embd.weight", static_cast<std::uint64_t>(c.vocab), dim);
     output_norm_ = load(file, "output_norm.weight", 1, dim);
-    if (file.has_tensor("output.weight")) output_ = load(file, "output.weight", static_cast<std::uint64_t>(config_.vocab), dim);
-    for (int l = 0; l < config_.layers; ++l) {
+    if (file.has_tensor("output.weight")) output_ = load(file, "output.weight", static_cast<std::uint64_t>(c.vocab), dim);
+    for (int l = 0; l < c.layers; ++l) {
         std::string p = "blk." + std::to_string(l) + ".";
-        layers_.push_back({load(file, p + "attn_norm.weight", 1, dim), load(file, p + "attn_q.weight", dim, dim),
-                           load(file, p + "attn_k.weight", kv, dim), load(file, p + "attn_v.weight", kv, dim),
-                           load(file, p + "attn_output.weight", dim, dim), load(file, p + "ffn_norm.weight", 1, dim),
-                           load(file, p + "ffn_gate.weight", ffn, dim), load(file, p + "ffn_up.weight", ffn, dim),
-                           load(file, p + "ffn_down.weight", dim, ffn)});
+        Layer w;
+        w.attn_norm = load(file, p + "attn_norm.weight", 1, dim);
+        w.wq = load(file, p + "attn_q.weight", q, dim);
+        w.wk = load(file, p + "attn_k.weight", kv, dim);
+        w.wv = load(file, p + "attn_v.weight", kv, dim);
+        w.wo = load(file, p + "attn_output.weight", dim, q);
+        w.ffn_norm = load(file, p + "ffn_norm.weight", 1, dim);
+        w.gate = load(file, p + "ffn_gate.weight", ffn, dim);
+        w.up = load(file, p + "ffn_up.weight", ffn, dim);
+        w.down = load(file, p + "ffn_down.weight", dim, ffn);
+        if (c.qk_norm) {
+            w.q_norm = load(file, p + "attn_q_norm.weight", 1, hd);
+            w.k_norm = load(file, p + "attn_k_norm.weight", 1, hd);
+        }
+        if (c.post_norms) {
+            w.post_attn_norm = load(file, p + "post_attention_norm.weight", 1, dim);
+            w.post_ffn_norm = load(file, p + "post_ffw_norm.weight", 1, dim);
+        }
+        layers_.push_back(std::move(w));
     }
 }
 
-std::vector<float> Model::forward(ThreadPool& pool, std::span<const std::int32_t> tokens, int pos, KvCache& cache,
-                                  int logit_rows) const {
+CacheShape Model::cache_shape(int max_positions) const {
+    CacheShape shape{config_.layers, config_.kv_heads, config_.head_dim, max_positions, {}};
+    for (const auto& l : config_.layer) shape.windows.push_back(l.window);
+    return shape;
+}
+
+std::vector<float> Model::hidden(ThreadPool& pool, std::span<const std::int32_t> tokens, int pos, KvCache& cache) const {
     const auto& c = config_;
-    int n = static_cast<int>(tokens.size()), kv = c.kv_heads * c.head_dim;
-    if (n == 0 || logit_rows < 0 || logit_rows > n) throw std::invalid_argument("forward: bad token or logit count");
+    int n = static_cast<int>(tokens.size()), qd = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+    if (n == 0) throw std::invalid_argument("forward: no tokens");
     for (auto t : tokens)
         if (t < 0 || t >= c.vocab) throw std::invalid_argument("forward: token " + std::to_string(t) + " out of range");
     auto rows = [](int r, int width) { return std::vector<float>(static_cast<std::size_t>(r) * width); };
-    auto x = rows(n, c.dim), h = rows(n, c.dim), q = rows(n, c.dim), k = rows(n, kv), v = rows(n, kv),
-         att = rows(n, c.dim), proj = rows(n, c.dim), gate = rows(n, c.ffn), up = rows(n, c.ffn);
-    auto angles = rope_table(n, c.head_dim, pos, c.rope_base);  // the same in every layer
+    auto x = rows(n, c.dim), h = rows(n, c.dim), q = rows(n, qd), k = rows(n, kv), v = rows(n, kv), att = rows(n, qd),
+         proj = rows(n, c.dim), gate = rows(n, c.ffn), up = rows(n, c.ffn);
+    std::map<float, std::vector<float>> angles;  // per RoPE base, the same in every layer with it
+    for (const auto& l : c.layer)
+        if (!angles.count(l.rope_base)) angles[l.rope_base] = rope_table(n, c.head_dim, pos, l.rope_base);
     for (int t = 0; t < n; ++t)
-        std::copy_n(&embedding_[static_cast<std::size_t>(tokens[t]) * c.dim], c.dim, &x[static_cast<std::size_t>(t) * c.dim]);
+        for (int i = 0; i < c.dim; ++i)
+            x[static_cast<std::size_t>(t) * c.dim + i] = embedding_[static_cast<std::size_t>(tokens[t]) * c.dim + i] * c.embed_scale;
 
     for (int l = 0; l < c.layers; ++l) {
         const Layer& w = layers_[l];
+        const auto& table = angles.at(c.layer[l].rope_base);
         rms_norm(x.data(), w.attn_norm.data(), n, c.dim, c.norm_eps, h.data());
-        matmul(pool, h.data(), n, c.dim, w.wq.data(), c.dim, q.data());
+        matmul(pool, h.data(), n, c.dim, w.wq.data(), qd, q.data());
         matmul(pool, h.data(), n, c.dim, w.wk.data(), kv, k.data());
         matmul(pool, h.data(), n, c.dim, w.wv.data(), kv, v.data());
-        for (int t = 0; t < n; ++t) {  // causal: token t sees positions up to pos + t
-            const float* cs = &angles[static_cast<std::size_t>(t) * c.head_dim];
-            rope(&q[static_cast<std::size_t>(t) * c.dim], c.heads, c.head_dim, cs);
-            rope(&k[static_cast<std::size_t>(t) * kv], c.kv_heads, c.head_dim, cs);
-            cache.attend(l, pos + t, &q[static_cast<std::size_t>(t) * c.dim], c.heads, &k[static_cast<std::size_t>(t) * kv],
-                         &v[static_cast<std::size_t>(t) * kv], &att[static_cast<std::size_t>(t) * c.dim]);
+        if (c.qk_norm) {  // each head of each token is a row
+            rms_norm(q.data(), w.q_norm.data(), n * c.heads, c.head_dim, c.norm_eps, q.data());
+            rms_norm(k.data(), w.k_norm.data(), n * c.kv_heads, c.head_dim, c.norm_eps, k.data());
         }
-        matmul(pool, att.data(), n, c.dim, w.wo.data(), c.dim, proj.data());
+        for (int t = 0; t < n; ++t) {  // causal: token t sees positions up to pos + t
+            const float* cs = &table[static_cast<std::size_t>(t) * c.head_dim];
+            rope(&q[static_cast<std::size_t>(t) * qd], c.heads, c.head_dim, cs, c.rope_neox);
+            rope(&k[static_cast<std::size_t>(t) * kv], c.kv_heads, c.head_dim, cs, c.rope_neox);
+            cache.attend(l, pos + t, &q[static_cast<std::size_t>(t) * qd], c.heads, &k[static_cast<std::size_t>(t) * kv],
+                         &v[static_cast<std::size_t>(t) * kv], &att[static_cast<std::size_t>(t) * qd]);
+        }
+        matmul(pool, att.data(), n, qd, w.wo.data(), c.dim, proj.data());
+        if (c.post_norms) rms_norm(proj.data(), w.post_attn_norm.data(), n, c.dim, c.norm_eps, proj.data());
         for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
 
         rms_norm(x.data(), w.ffn_norm.data(), n, c.dim, c.norm_eps, h.data());
         matmul(pool, h.data(), n, c.dim, w.gate.data(), c.ffn, gate.data());
         matmul(pool, h.data(), n, c.dim, w.up.data(), c.ffn, up.data());
-        for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // SwiGLU
+        if (c.gelu) {
+            for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gelu(gate[i]) * up[i];  // GeGLU
+        } else {
+            for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // SwiGLU
+        }
         matmul(pool, gate.data(), n, c.ffn, w.down.data(), c.dim, proj.data());
+        if (c.post_norms) rms_norm(proj.data(), w.post_ffn_norm.data(), n, c.dim, c.norm_eps, proj.data());
         for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
     }
+    rms_norm(x.data(), output_norm_.data(), n, c.dim, c.norm_eps, x.data());
+    return x;
+}
 
-    std::vector<float> logits(static_cast<std::size_t>(logit_rows) * c.vocab);
-    if (logit_rows == 0) return logits;
-    const float* last = &x[static_cast<std::size_t>(n - logit_rows) * c.dim];
-    rms_norm(last, output_norm_.data(), logit_rows, c.dim, c.norm_eps, h.data());
-    matmul(pool, h.data(), logit_rows, c.dim, output_.empty() ? embedding_.data() : output_.data(), c.vocab, logits.data());
-    return logits;
+void Model::logits(ThreadPool& pool, const float* hidden, int rows, float* out) const {
+    if (rows > 0)
+        matmul(pool, hidden, rows, config_.dim, output_.empty() ? embedding_.data() : output_.data(), config_.vocab, out);
+}
+
+std::vector<float> Model::forward(ThreadPool& pool, std::span<const std::int32_t> tokens, int pos, KvCache& cache,
+                                  int logit_rows) const {
+    int n = static_cast<int>(tokens.size());
+    if (n == 0 || logit_rows < 0 || logit_rows > n) throw std::invalid_argument("forward: bad token or logit count");
+    auto x = hidden(pool, tokens, pos, cache);
+    std::vector<float> out(static_cast<std::size_t>(logit_rows) * config_.vocab);
+    logits(pool, &x[static_cast<std::size_t>(n - logit_rows) * config_.dim], logit_rows, out.data());
+    return out;
 }
 
 }  // namespace llama

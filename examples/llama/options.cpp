@@ -8,7 +8,7 @@
 
 namespace llama {
 
-const char* const kUsage = R"(tq-llama: a llama-architecture engine whose KV cache is FP32, TurboQuant or a ggml format.
+const char* const kUsage = R"(tq-llama: a llama and Gemma 3 engine whose KV cache is FP32, TurboQuant or a ggml format.
 
 usage: tq-llama <command> --model FILE.gguf [options]
 commands:

@@ -32,8 +32,12 @@ struct Tally {
 
 int perplexity(const Options& o) {
     Engine e(o);
-    auto tokens = e.tokenizer.encode(read_file(o.text));
-    int fit = static_cast<int>(tokens.size()) / o.window;
+    // A model that wants BOS (Gemma) gets it at the start of every window, as llama.cpp's
+    // perplexity does: each window is BOS and the next window - 1 tokens of the text.
+    bool bos = e.tokenizer.adds_bos();
+    auto tokens = e.tokenizer.encode(read_file(o.text), false);
+    int stride = o.window - (bos ? 1 : 0);
+    int fit = stride > 0 ? static_cast<int>(tokens.size()) / stride : 0;
     int windows = o.windows ? o.windows : fit;
     if (windows < 1 || windows > fit)
         throw std::invalid_argument(o.text + ": " + std::to_string(tokens.size()) + " tokens hold " + std::to_string(fit) +
@@ -46,33 +50,52 @@ int perplexity(const Options& o) {
         t.bytes_per_token = caches.back()->bytes_per_token_all_in();
     }
 
-    int vocab = e.model.config().vocab;
-    std::vector<std::vector<double>> base(static_cast<std::size_t>(o.window));  // first config's log-probs
-    std::vector<std::ptrdiff_t> base_top(static_cast<std::size_t>(o.window));   // and its top-1
+    // Logits go chunk by chunk (kChunk positions, every config), so that a large
+    // vocabulary (Gemma's 262144) needs kChunk rows of logits per config, not window.
+    constexpr int kChunk = 64;
+    int vocab = e.model.config().vocab, dim = e.model.config().dim;
+    std::vector<std::vector<float>> hidden(tallies.size());
+    std::vector<float> logits(static_cast<std::size_t>(kChunk) * vocab);
+    // the first config's log-probs and probabilities in this chunk, and its top-1
+    std::vector<std::vector<double>> base(kChunk);
+    std::vector<std::vector<float>> base_p(kChunk);
+    std::vector<std::ptrdiff_t> base_top(kChunk);
     auto top = [](const std::vector<double>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
     std::vector<double> lp;
+    std::vector<std::int32_t> window(static_cast<std::size_t>(o.window));
     for (int w = 0; w < windows; ++w) {
-        std::span<const std::int32_t> window(tokens.data() + static_cast<std::size_t>(w) * o.window, static_cast<std::size_t>(o.window));
+        if (bos) window[0] = e.tokenizer.bos();
+        std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(w) * stride, stride, window.begin() + (bos ? 1 : 0));
         for (std::size_t c = 0; c < tallies.size(); ++c) {
             auto start = std::chrono::steady_clock::now();
             caches[c]->clear();
-            auto logits = e.model.forward(e.pool, window, 0, *caches[c], o.window);
+            hidden[c] = e.model.hidden(e.pool, window, 0, *caches[c]);
             tallies[c].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            for (int t = 0; t + 1 < o.window; ++t) {  // position t predicts token t + 1
-                const float* row = &logits[static_cast<std::size_t>(t) * vocab];
-                log_softmax(row, vocab, lp);
+        }
+        for (int t0 = 0; t0 + 1 < o.window; t0 += kChunk) {  // position t predicts token t + 1
+            int rows = std::min(kChunk, o.window - 1 - t0);
+            for (std::size_t c = 0; c < tallies.size(); ++c) {
+                auto start = std::chrono::steady_clock::now();
+                e.model.logits(e.pool, &hidden[c][static_cast<std::size_t>(t0) * dim], rows, logits.data());
+                tallies[c].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
                 Tally& s = tallies[c];
-                s.nll -= lp[static_cast<std::size_t>(window[t + 1])];
-                ++s.predictions;
-                if (c == 0) {
-                    base[t] = lp;
-                    base_top[t] = top(lp);
-                    continue;
+                for (int r = 0; r < rows; ++r) {
+                    int t = t0 + r;
+                    log_softmax(&logits[static_cast<std::size_t>(r) * vocab], vocab, lp);
+                    s.nll -= lp[static_cast<std::size_t>(window[t + 1])];
+                    ++s.predictions;
+                    if (c == 0) {
+                        base[r] = lp;
+                        base_p[r].resize(lp.size());
+                        for (std::size_t i = 0; i < lp.size(); ++i) base_p[r][i] = static_cast<float>(std::exp(lp[i]));
+                        base_top[r] = top(lp);
+                        continue;
+                    }
+                    double kl = 0;
+                    for (int i = 0; i < vocab; ++i) kl += base_p[r][i] * (base[r][i] - lp[i]);
+                    s.kl += kl;
+                    s.agree += base_top[r] == top(lp);
                 }
-                double kl = 0;
-                for (int i = 0; i < vocab; ++i) kl += std::exp(base[t][i]) * (base[t][i] - lp[i]);
-                s.kl += kl;
-                s.agree += base_top[t] == top(lp);
             }
         }
         std::fprintf(stderr, "window %d/%d: perplexity %.4f\n", w + 1, windows,
