@@ -21,17 +21,9 @@ namespace llama {
 
 ModelConfig gemma3_config(const GgufFile& file) {
     auto u = [&](const char* key) { return static_cast<int>(file.uint(std::string("gemma3.") + key)); };
-    ModelConfig c;
-    c.arch = "gemma3";
-    c.layers = u("block_count");
-    c.dim = u("embedding_length");
-    c.heads = u("attention.head_count");
-    c.kv_heads = u("attention.head_count_kv");
-    c.ffn = u("feed_forward_length");
-    c.context = u("context_length");
+    ModelConfig c = common_config(file, "gemma3");
     c.head_dim = u("attention.key_length");
     if (u("attention.value_length") != c.head_dim) throw std::runtime_error("gemma3: key and value lengths differ");
-    c.norm_eps = static_cast<float>(file.real("gemma3.attention.layer_norm_rms_epsilon"));
     if (file.has("gemma3.final_logit_softcapping") || file.has("gemma3.attn_logit_softcapping"))
         throw std::runtime_error("gemma3: logit soft-capping is not supported");
     if (file.has("gemma3.rope.scaling.type") || file.has("gemma3.rope.scaling.factor"))

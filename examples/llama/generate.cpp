@@ -39,8 +39,8 @@ int generate(const Options& o) {
         std::printf("\n");
     }
     double prefill = std::chrono::duration<double>(t1 - t0).count(), decode = std::chrono::duration<double>(t2 - t1).count();
-    std::printf("kv cache: %s, %zu bytes per token (%.1f KiB for %d positions)\n", cache->name().c_str(),
-                cache->bytes_per_token(), static_cast<double>(cache->bytes_per_token()) * positions / 1024, positions);
+    std::printf("kv cache: %s, %.0f bytes per token all in (%.1f KiB for %d positions)\n", cache->name().c_str(),
+                cache->bytes_per_token_all_in(), cache->bytes_per_token_all_in() * positions / 1024, positions);
     std::printf("prefill: %zu tokens, %.1f tokens/s\n", prompt.size(), static_cast<double>(prompt.size()) / prefill);
     if (out.size() > 1)
         std::printf("decode: %zu tokens at context %zu..%zu, %.2f tokens/s\n", out.size() - 1, prompt.size(),

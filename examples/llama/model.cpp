@@ -65,17 +65,22 @@ float gelu(float x) {
 
 }  // namespace
 
-ModelConfig llama_config(const GgufFile& file) {
-    auto u = [&](const char* key) { return static_cast<int>(file.uint(std::string("llama.") + key)); };
+ModelConfig common_config(const GgufFile& file, const std::string& arch) {
+    auto u = [&](const char* key) { return static_cast<int>(file.uint(arch + "." + key)); };
     ModelConfig c;
-    c.arch = "llama";
+    c.arch = arch;
     c.layers = u("block_count");
     c.dim = u("embedding_length");
     c.heads = u("attention.head_count");
     c.kv_heads = u("attention.head_count_kv");
     c.ffn = u("feed_forward_length");
     c.context = u("context_length");
-    c.norm_eps = static_cast<float>(file.real("llama.attention.layer_norm_rms_epsilon"));
+    c.norm_eps = static_cast<float>(file.real(arch + ".attention.layer_norm_rms_epsilon"));
+    return c;
+}
+
+ModelConfig llama_config(const GgufFile& file) {
+    ModelConfig c = common_config(file, "llama");
     if (c.heads <= 0 || c.dim % c.heads != 0) throw std::runtime_error("inconsistent head counts in the model's metadata");
     c.head_dim = c.dim / c.heads;
     c.layer.assign(static_cast<std::size_t>(std::max(c.layers, 0)), {static_cast<float>(file.real("llama.rope.freq_base")), 0});

@@ -37,6 +37,8 @@ struct ModelConfig {
 };
 
 // An architecture's metadata as a ModelConfig (vocab is set from the embedding later).
+// The metadata every architecture has, under its own prefix ("llama.block_count", ...).
+ModelConfig common_config(const GgufFile& file, const std::string& arch);  // model.cpp
 ModelConfig llama_config(const GgufFile& file);   // model.cpp
 ModelConfig gemma3_config(const GgufFile& file);  // gemma3.cpp
 

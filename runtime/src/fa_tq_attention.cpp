@@ -125,6 +125,12 @@ struct HeadAttention {
     const std::vector<Piece>& pieces;
     std::size_t n;  // slots in use
 
+    // The exact vector of the t-th position of a sink piece.
+    const float* sink(const fa_tq_stream& s, const Piece& pc, std::size_t t) const {
+        const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + t;
+        return &s.sink_vectors[(std::size_t(kv_head) * lay.levers.sinks + a) * std::size_t(state->head_dim)];
+    }
+
     void run(const float* q, float scale, std::vector<float>& q_rot, std::vector<float>& q_smooth,
              std::vector<float>& scores, std::vector<float>& acc, std::vector<double>& extra, float* out) const {
         const tq_kernels& kern = *state->kernels;
@@ -138,8 +144,7 @@ struct HeadAttention {
             const std::size_t count = std::size_t(pc.pos_end - pc.pos_begin), slot = pc.slot_begin;
             if (pc.sink) {
                 for (std::size_t t = 0; t < count; ++t) {
-                    const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + t;
-                    const float* k = &ks.sink_vectors[(std::size_t(kv_head) * lay.levers.sinks + a) * d];
+                    const float* k = sink(ks, pc, t);
                     double dot = 0;
                     for (int i = 0; i < d; ++i) dot += double(q[i]) * k[i];
                     scores[slot + t] = float(scale * dot);
@@ -177,8 +182,7 @@ struct HeadAttention {
             const std::size_t count = std::size_t(pc.pos_end - pc.pos_begin), slot = pc.slot_begin;
             if (pc.sink) {
                 for (std::size_t t = 0; t < count; ++t) {
-                    const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + t;
-                    const float* v = &vs.sink_vectors[(std::size_t(kv_head) * lay.levers.sinks + a) * d];
+                    const float* v = sink(vs, pc, t);
                     for (int i = 0; i < d; ++i) extra[i] += double(scores[slot + t]) * v[i];
                 }
                 continue;
