@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CONFIGS = ["fp32", "8/8", "4/4", "4/3", "4/2", "3.5/2.5", "3/2", "2/2"]
+CONFIGS = ["8/8", "4/4", "4/3", "4/2", "3.5/2.5", "3/2", "2/2"]  # TurboQuant K/V, or ggml types (q4_0, ...)
 PROMPTS = [
     "The capital of France is",
     "Once upon a time, in a small village at the edge of a forest,",
@@ -38,16 +38,18 @@ def generate(a, config: str, tokens: int, prompt: str | None = None, prompt_file
     cmd += ["--prompt", prompt] if prompt is not None else ["--prompt-file", prompt_file]
     if max_prompt:
         cmd += ["--max-prompt", str(max_prompt)]
-    if config != "fp32":
+    if "/" in config:
         k, v = config.split("/")
         cmd += ["--kv-cache", "tq", "--k-bits", k, "--v-bits", v]
+    elif config != "fp32":
+        cmd += ["--kv-cache", config]
     r = subprocess.run(cmd, capture_output=True, text=True, check=True)
     ids = [int(t) for t in re.search(r"^ids:(.*)$", r.stdout, re.M).group(1).split()]
     return ids, r.stdout
 
 
 def label(config: str) -> str:
-    return "FP32" if config == "fp32" else "K{}/V{}".format(*config.split("/"))
+    return "K{}/V{}".format(*config.split("/")) if "/" in config else config.upper() if config == "fp32" else config
 
 
 def greedy(a) -> None:
@@ -56,7 +58,7 @@ def greedy(a) -> None:
     print("| KV cache | " + " | ".join(f"prompt {i + 1}" for i in range(len(PROMPTS))) + " | total |")
     print("|---|" + "---|" * (len(PROMPTS) + 1))
     base = [generate(a, "fp32", 64, p)[0] for p in PROMPTS]
-    for config in CONFIGS[1:]:
+    for config in a.configs:
         cells, prefix_sum, same_sum = [], 0, 0
         for p, b in zip(PROMPTS, base):
             got = generate(a, config, 64, p)[0]
@@ -88,7 +90,7 @@ def passkey(a) -> None:
             path = Path(tmp) / f"{size}-{depth}.txt"
             path.write_text(passkey_prompt(sizes[size], depth, key))
             files.append(str(path))
-        for config in CONFIGS:
+        for config in ["fp32", *a.configs]:
             hits = []
             for (size, depth, key), path in zip(cases, files):
                 _, out = generate(a, config, 12, prompt_file=path)
@@ -120,6 +122,8 @@ def main() -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--text", required=True, help="prompt text for the speed runs (at least 4096 tokens)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--configs", type=lambda v: v.split(","), default=CONFIGS,
+                    help="caches to compare with FP32: TurboQuant K/V (the library's default levers) or ggml types")
     ap.add_argument("--only", choices=["greedy", "passkey", "speed"])
     a = ap.parse_args()
     for name, table in (("greedy", greedy), ("passkey", passkey), ("speed", speed)):
