@@ -208,7 +208,7 @@ TEST_CASE("levers: smoothing moves key error to the channels queries weigh least
     CHECK(error[1] < 0.25 * error[0]);
 }
 
-TEST_CASE("levers: sinks decode exactly; ring, evict and clear keep means and sinks right") {
+TEST_CASE("levers: sinks decode exactly, and ring, evict and clear keep block data and sinks right") {
     const int d = tq::test::main_head_dim(), heads = 2, n = 90, drop = 37;
     const auto& v = tq::variants().front();
     const tq::Quantizer quant(d, with_bits(kAllLevers, tq::rate(v), tq::rate(v)), 3);
