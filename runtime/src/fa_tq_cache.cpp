@@ -269,8 +269,8 @@ int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total
         fixed += sizeof(fa_tq_layer) + lay.query_sum_sq.size() * 8;
         for (bool is_key : {true, false}) {
             const fa_tq_stream& s = lay.stream(is_key);
-            fixed += sizeof(fa_tq_stream) + (s.means.capacity() + s.smooth.capacity()) * 2 +
-                     (s.sum.size() + s.sum_sq.size()) * 8 + s.sink_vectors.size() * 4;
+            fixed += (s.means.capacity() + s.smooth.capacity()) * 2 +
+                     (s.sum.size() + s.sum_sq.size()) * 8 + s.sink_vectors.size() * 4;  // the streams themselves are in sizeof(fa_tq_layer)
         }
     }
     if (per_token) *per_token = token;
