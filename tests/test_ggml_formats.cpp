@@ -1,7 +1,7 @@
 // tq-llama's llama.cpp KV-cache formats (examples/llama/ggml_formats.*, hadamard.*):
-// byte-exact to ggml's reference quantizers on tests/fixtures/ggml-blocks-*.npy (made by
-// make_ggml_blocks.py), decoding within each format's error bound, FP16 rounding, and
-// the rotation's orthonormality.
+// byte-exact to ggml's reference quantizers on tests/fixtures/ggml-blocks-*.npy (ggml's own
+// output, made by make_ggml_blocks.py from the pinned llama.cpp sources), decoding within
+// each format's error bound, FP16 rounding, and the rotation's orthonormality.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
