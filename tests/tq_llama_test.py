@@ -70,7 +70,9 @@ def check_arguments(tq_llama: str) -> None:
         expect_error([tq_llama, "generate", "--prompt", "hi"], "--model is required", 2)
         expect_error([tq_llama, "generate", *m], "give one of --prompt and --prompt-file", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", "0"], "--tokens: expected an integer >= 1", 2)
-        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "fp16"], "expected fp32, tq, q8_0", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "fp16"], "expected fp32, tq, K/V[:levers], q8_0", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "4/4:zz"], "unknown lever 'zz'", 2)
+        expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "4/4", "--k-bits", "4"], "need --kv-cache tq", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "q3_0"], "got 'q3_0'", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "q4_0-rot"], "-norot for no rotation; got 'q4_0-rot'", 2)
         expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "q4_0", "--k-bits", "4"], "need --kv-cache tq", 2)
@@ -105,7 +107,7 @@ def sweep_rows(stdout: str) -> dict[str, list[str]]:
 # RMS against llama.cpp's (all logits, or its top 64); windows: how many of the
 # fixture's perplexity windows to run (time); sweep: the TurboQuant configs with their
 # bounds (perplexity change %, mean KL, top-1 agreement %); bytes: KV bytes per token;
-# generate: the config of a 4-token greedy run through the packed cache.
+# generate: the config of a 4-token greedy run through the packed cache; layers: the model's.
 EXPECT = {
     # llama.cpp quantizes activations to 8 bits in its Q4_1 products (this engine
     # dequantizes weights and computes in FP32), so logits differ by up to 0.65 (RMS 0.18,
@@ -117,7 +119,7 @@ EXPECT = {
                     # all in: 30 layers x 3 KV heads x (codes + 2 half scales + the default key
                     # mean and smoothing scales, 2 x 64 halves per 128 positions)
                     bytes={"fp32": 46080, "tq K8/V8": 12060, "tq K4/V4": 6300, "tq K4/V2": 4860},
-                    generate=(4, 2)),
+                    generate=(4, 2), layers=30),
     # Gemma 3 270M: llama.cpp's 64 largest logits differ by up to 0.38 (RMS 0.17; it
     # quantizes activations to 8 bits in its k-quant products): bounds 0.75, 0.3.
     # Perplexity on 2 windows of 1024 (BOS + 1023 tokens) measured: FP32 17.098 (llama.cpp
@@ -126,7 +128,7 @@ EXPECT = {
     "gemma3": dict(logits=(0.75, 0.3), windows=2,
                    sweep={"tq K8/V8": (0.4, 0.0005, 98.5), "tq K4/V4": (3, 0.045, 89)},
                    bytes={"fp32": 36864, "tq K8/V8": 9432, "tq K4/V4": 4824},
-                   generate=(4, 4)),
+                   generate=(4, 4), layers=18),
 }
 
 
@@ -224,6 +226,12 @@ def check_model(tq_llama: str, model: str, name: str) -> None:
     if not ids or int(ids.group(1)) != reference["prompt_top1"] or cache not in r.stdout \
             or not re.search(r"decode: 3 tokens .* tokens/s", r.stdout):
         failures.append(f"generate with K{kb}/V{vb}: rc={r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
+    # A config with levers, as a sweep names it: layer 0 at K4/V4, its bytes the difference.
+    per_layer = (expect["bytes"]["tq K8/V8"] - expect["bytes"]["tq K4/V4"]) / expect["layers"]
+    r = run([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", 1, "--kv-cache", "8/8:L0=4/4"])
+    cache = f"kv cache: tq K8/V8:L0=4/4, {expect['bytes']['tq K8/V8'] - per_layer:g} bytes per token all in"
+    if r.returncode or cache not in r.stdout:
+        failures.append(f"generate --kv-cache 8/8:L0=4/4: expected '{cache}': rc={r.returncode} {r.stdout.strip()} {r.stderr.strip()}")
     expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--kv-cache", "tq", "--k-bits", 7], "bits", 1)
     expect_error([tq_llama, "perplexity", *m, "--text", GPL3, "--window", 4096, "--windows", 4], "windows of 4096", 1)
     expect_error([tq_llama, "generate", *m, "--prompt", "hi", "--tokens", 40000], "exceed the model's context", 1)

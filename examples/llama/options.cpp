@@ -25,6 +25,9 @@ options:
                        fp32
                        tq      TurboQuant; --k-bits B --v-bits B (default 4 and 2;
                                whole or in steps of 1/8, as compiled in)
+                       K/V[:LEVERS]
+                               TurboQuant as a --sweep item names it
+                               (4/4, 3/3:L1=5/4:s=0)
                        q8_0, q4_0, q5_0, q5_1, iq4_nl
                                llama.cpp's formats for keys and values, with its
                                Hadamard rotation; NAME-norot without it
@@ -173,9 +176,10 @@ Options parse_options(int argc, char** argv) {
     }
     if (auto ggml = parse_ggml_cache(kv_cache)) o.kv = *ggml;
     else if (kv_cache == "tq") o.kv.kind = KvKind::turboquant;
+    else if (kv_cache.find('/') != std::string::npos && kv_cache.find(',') == std::string::npos) o.kv = to_sweep(kv_cache).front();
     else if (kv_cache != "fp32")
-        throw std::invalid_argument("--kv-cache: expected fp32, tq, " + std::string(kGgmlTypes) + "; got '" + kv_cache + "'");
-    if (bits_given && o.kv.kind != KvKind::turboquant) throw std::invalid_argument("--k-bits/--v-bits need --kv-cache tq");
+        throw std::invalid_argument("--kv-cache: expected fp32, tq, K/V[:levers], " + std::string(kGgmlTypes) + "; got '" + kv_cache + "'");
+    if (bits_given && kv_cache != "tq") throw std::invalid_argument("--k-bits/--v-bits need --kv-cache tq");
     if (o.model.empty()) throw std::invalid_argument("--model is required");
     if (o.command == "generate" && o.prompt.empty() == o.prompt_file.empty())
         throw std::invalid_argument("generate: give one of --prompt and --prompt-file");

@@ -38,10 +38,7 @@ def generate(a, config: str, tokens: int, prompt: str | None = None, prompt_file
     cmd += ["--prompt", prompt] if prompt is not None else ["--prompt-file", prompt_file]
     if max_prompt:
         cmd += ["--max-prompt", str(max_prompt)]
-    if "/" in config:
-        k, v = config.split("/")
-        cmd += ["--kv-cache", "tq", "--k-bits", k, "--v-bits", v]
-    elif config != "fp32":
+    if config != "fp32":
         cmd += ["--kv-cache", config]
     r = subprocess.run(cmd, capture_output=True, text=True, check=True)
     ids = [int(t) for t in re.search(r"^ids:(.*)$", r.stdout, re.M).group(1).split()]
@@ -49,7 +46,10 @@ def generate(a, config: str, tokens: int, prompt: str | None = None, prompt_file
 
 
 def label(config: str) -> str:
-    return "K{}/V{}".format(*config.split("/")) if "/" in config else config.upper() if config == "fp32" else config
+    if "/" in config:
+        bits, _, levers = config.partition(":")
+        return "K{}/V{}".format(*bits.split("/")) + (":" + levers if levers else "")
+    return config.upper() if config == "fp32" else config
 
 
 def greedy(a) -> None:
