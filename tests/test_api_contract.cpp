@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -16,7 +17,31 @@ bool error_names(const char* fn) {
     return message.rfind(fn, 0) == 0 && message.compare(std::strlen(fn), 2, ": ") == 0;
 }
 
+// A config whose enum field at `field` holds the raw int `value`, as a C caller can store.
+template <class Enum>
+fa_tq_config with_raw(Enum fa_tq_config::*field, int value) {
+    fa_tq_config c = tq::test::config(tq::rate(tq::variants().front()), tq::rate(tq::variants().front()));
+    static_assert(sizeof(Enum) == sizeof(int));
+    std::memcpy(&(c.*field), &value, sizeof value);
+    return c;
+}
+
 }  // namespace
+
+TEST_CASE("contract: enum fields outside their enumerators are refused, read as ints") {
+    const int d = tq::test::main_head_dim();
+    for (int value : {-1, 7, 1000, INT_MIN, INT_MAX}) {
+        CAPTURE(value);
+        for (const fa_tq_config& bad : {with_raw(&fa_tq_config::scale, value), with_raw(&fa_tq_config::scale_format, value),
+                                        with_raw(&fa_tq_config::center, value), with_raw(&fa_tq_config::smooth, value)}) {
+            CHECK(fa_tq_init(d, bad, 1) == nullptr);
+            CHECK(tq_last_status() == TQ_ERROR_INVALID_ARGUMENT);
+            const std::string message = fa_tq_last_error(), number = std::to_string(value);
+            CHECK(message.find(number.c_str()) != std::string::npos);
+            CHECK(message.find(" is not an fa_tq_") != std::string::npos);
+        }
+    }
+}
 
 TEST_CASE("contract: cache shapes beyond any allocation are refused at once with a message") {
     const int d = tq::test::has_config(256, 4, 2) ? 256 : tq::test::main_head_dim();
@@ -52,4 +77,27 @@ TEST_CASE("contract: cache shapes beyond any allocation are refused at once with
         fa_tq_cache_free(c);
     }
     fa_tq_free(s);
+}
+
+TEST_CASE("contract: evicting every position of a full cache empties it") {
+    const int d = tq::test::main_head_dim(), H = 2, max_seq = 8;
+    const float bits = tq::rate(tq::variants().front());
+    for (const fa_tq_config& config :
+         {tq::test::config(bits, bits),
+          tq::test::config(bits, bits, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE, 0, FA_TQ_NO_SINKS, FA_TQ_SMOOTH_NONE)}) {
+        fa_tq_state* s = fa_tq_init(d, config, 3);
+        REQUIRE(s);
+        fa_tq_cache* c = fa_tq_cache_new(s, 2, H, max_seq);
+        REQUIRE(c);
+        const auto x = tq::test::gaussian(std::size_t(H) * d, 8);
+        for (int l = 0; l < 2; ++l)
+            for (int t = 0; t < max_seq; ++t)
+                for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, c, l, t, x.data(), key) == FA_TQ_OK);
+        CHECK(fa_tq_cache_evict(c, max_seq) == FA_TQ_OK);
+        CHECK(fa_tq_cache_seq_len(c) == 0);
+        std::vector<float> out(std::size_t(H) * d);
+        CHECK(fa_tq_attention(s, c, 0, 0, x.data(), H, x.data(), x.data(), 0, out.data()) == FA_TQ_OK);
+        fa_tq_cache_free(c);
+        fa_tq_free(s);
+    }
 }
