@@ -1,13 +1,19 @@
 // The C API's contract on hostile input (issue 13): no C++ exception and no
 // undefined behaviour for any argument, success means a finite output, and a
 // failure leaves a one-line message and the cache unchanged.
+#include "cache_snapshot.hpp"
 #include "cache_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <string>
+
+using tq::test::Snapshot;
 
 namespace {
 
@@ -24,6 +30,14 @@ fa_tq_config with_raw(Enum fa_tq_config::*field, int value) {
     static_assert(sizeof(Enum) == sizeof(int));
     std::memcpy(&(c.*field), &value, sizeof value);
     return c;
+}
+
+// One head of norm `norm` (a Gaussian direction).
+std::vector<float> head_of_norm(int d, double norm, std::uint64_t seed) {
+    auto x = tq::test::gaussian(std::size_t(d), seed);
+    const double n = std::sqrt(tq::test::dot(x, x));
+    for (auto& e : x) e = float(e * (norm / n));
+    return x;
 }
 
 }  // namespace
@@ -77,6 +91,60 @@ TEST_CASE("contract: cache shapes beyond any allocation are refused at once with
         fa_tq_cache_free(c);
     }
     fa_tq_free(s);
+}
+
+TEST_CASE("contract: fa_tq_attention succeeds with a finite output or refuses and changes nothing") {
+    const int d = tq::test::main_head_dim(), max_seq = 8;
+    const float bits = tq::rate(tq::variants().front());
+    const fa_tq_config configs[] = {
+        tq::test::config(bits, bits),  // every lever at its default: half scales, centering, sinks, smoothing
+        tq::test::config(bits, bits, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE, 0, FA_TQ_NO_SINKS, FA_TQ_SMOOTH_NONE)};
+    const float scales[] = {0.0f, 1.0f, 1e20f, 1e36f, FLT_MAX};
+    const double query_norms[] = {0, 1e-3, 1, 100, 1e3};
+    const double key_norms[] = {0, 1e-30, 1e-3, 1};
+    int refused = 0;
+    for (const fa_tq_config& config : configs) {
+        fa_tq_state* s = fa_tq_init(d, config, 3);
+        REQUIRE(s);
+        for (double key_norm : key_norms) {
+            fa_tq_cache* c = fa_tq_cache_new(s, 1, 1, max_seq);
+            REQUIRE(c);
+            const auto key = head_of_norm(d, key_norm, 5), value = head_of_norm(d, 1, 6);
+            for (int t = 0; t < 3; ++t) {
+                REQUIRE(fa_tq_quantize(s, c, 0, t, key.data(), true) == FA_TQ_OK);
+                REQUIRE(fa_tq_quantize(s, c, 0, t, value.data(), false) == FA_TQ_OK);
+            }
+            for (float scale : scales)
+                for (double query_norm : query_norms) {
+                    CAPTURE(key_norm);
+                    CAPTURE(scale);
+                    CAPTURE(query_norm);
+                    const auto q = head_of_norm(d, query_norm, 7);
+                    std::vector<float> out(std::size_t(d), -1.0f);
+                    const Snapshot before(c);
+                    const int rc = fa_tq_attention(s, c, 0, 3, q.data(), 1, key.data(), value.data(), scale, out.data());
+                    const double effective = scale > 0 ? scale : 1 / std::sqrt(double(d));
+                    if (effective * query_norm <= 1e25) CHECK(rc == FA_TQ_OK);  // far from any limit
+                    if (rc == FA_TQ_OK) {
+                        CHECK(std::all_of(out.begin(), out.end(), [](float e) { return std::isfinite(e); }));
+                        REQUIRE(fa_tq_cache_clear(c) == FA_TQ_OK);  // write positions 0..2 again
+                        for (int t = 0; t < 3; ++t) {
+                            REQUIRE(fa_tq_quantize(s, c, 0, t, key.data(), true) == FA_TQ_OK);
+                            REQUIRE(fa_tq_quantize(s, c, 0, t, value.data(), false) == FA_TQ_OK);
+                        }
+                    } else {
+                        ++refused;
+                        CHECK(rc == TQ_ERROR_RANGE);
+                        CHECK(error_names("fa_tq_attention"));
+                        CHECK(Snapshot(c) == before);
+                        CHECK(std::all_of(out.begin(), out.end(), [](float e) { return e == -1.0f; }));
+                    }
+                }
+            fa_tq_cache_free(c);
+        }
+        fa_tq_free(s);
+    }
+    CHECK(refused > 0);  // FLT_MAX x 100 cannot be scaled into float
 }
 
 TEST_CASE("contract: evicting every position of a full cache empties it") {

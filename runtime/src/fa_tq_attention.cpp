@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <new>
 #include <string>
 
@@ -63,11 +64,22 @@ double half_norm(const std::uint16_t* x, int d) {
     return std::sqrt(s);
 }
 
-// Refuses (before anything is written) a query whose scores could overflow:
+// A magnitude in a message: "1.2e+39".
+std::string magnitude(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", x);
+    return text;
+}
+
+// Refuses (before anything is written) a query whose scores could overflow or turn
+// NaN.  The scaled query: |softmax_scale R (q * sigma)| <= softmax_scale sigma_max |q|
+// must stay well within float on its own (a zero key does not make inf * 0 finite),
+// and its rotation needs |q * sigma| <= TQ_MAX_NORM.  The scores:
 // |score| <= softmax_scale |q| max_t |k_t|, and |k_t| <= max sigma |key scale_t| + |mean_t|
 // (|c_hat| <= 1, sigma the smoothing scales), or the sink's exact norm.
 int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, const EncodedToken& key,
                       const float* k, const float* q, int n_q_heads, int d, float scale) {
+    constexpr double kFloatReach = 1e37;  // scores and scaled queries stay below: a margin to FLT_MAX for sums
     const fa_tq_stream& s = lay.keys;
     double scale_max = 0, extra_max = 0, smooth_max = 1;
     for (const auto* v : {&s.smooth, &key.smooth})
@@ -82,12 +94,17 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_laye
     for (int h = 0; h < cache->num_heads; ++h) extra_max = std::max(extra_max, norm(k + std::size_t(h) * d, d));
     double q_max = 0;
     for (int h = 0; h < n_q_heads; ++h) q_max = std::max(q_max, norm(q + std::size_t(h) * d, d));
-    if (q_max > TQ_MAX_NORM(d))  // its rotation would overflow
-        return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + std::to_string(q_max) +
+    if (smooth_max * q_max > TQ_MAX_NORM(d))  // its rotation would overflow
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + magnitude(q_max) +
+                                        (smooth_max > 1 ? " times the smoothing scales' " + magnitude(smooth_max) : "") +
                                         " exceeds TQ_MAX_NORM(" + std::to_string(d) + ")");
+    if (double(scale) * smooth_max * q_max > kFloatReach)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": softmax_scale x |q| reaches " +
+                                        magnitude(double(scale) * smooth_max * q_max) +
+                                        ", beyond what float queries hold (1e37)");
     const double reach = double(scale) * q_max * (smooth_max * scale_max + extra_max);
-    if (reach > 1e37)
-        return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " + std::to_string(reach) +
+    if (reach > kFloatReach)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " + magnitude(reach) +
                                         ", beyond what float scores hold (1e37)");
     return FA_TQ_OK;
 }
