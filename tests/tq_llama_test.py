@@ -67,6 +67,10 @@ def gguf_kv(key: str, type_: int, value: bytes) -> bytes:
     return gguf_str(key.encode()) + struct.pack("<I", type_) + value
 
 
+def gguf_strings(items: list[bytes]) -> bytes:
+    return struct.pack("<IQ", 8, len(items)) + b"".join(gguf_str(i) for i in items)
+
+
 def gguf_tensor(name: bytes, shape: list[int], type_: int, offset: int) -> bytes:
     return gguf_str(name) + struct.pack("<I", len(shape)) + struct.pack(f"<{len(shape)}Q", *shape) + struct.pack("<IQ", type_, offset)
 
@@ -103,6 +107,13 @@ def check_hostile_files(tq_llama: str, tmp: Path, text: Path) -> None:
     if (peak := peak_rss_mb(tokenize("bytes.gguf"))) > 100:
         failures.append(f"bytes.gguf: 16 MB of metadata took {peak:.0f} MB")
     (tmp / "bytes.gguf").unlink()
+    # a byte-level BPE vocabulary without the byte '!' the text needs
+    (tmp / "vocab.gguf").write_bytes(gguf([gguf_kv("tokenizer.ggml.model", 8, gguf_str(b"gpt2")),
+                                          gguf_kv("tokenizer.ggml.tokens", 9, gguf_strings([b"h", b"i"])),
+                                          gguf_kv("tokenizer.ggml.merges", 9, gguf_strings([]))]))
+    (tmp / "hi.txt").write_text("hi!")
+    expect_error([tq_llama, "tokenize", "--model", tmp / "vocab.gguf", "--text", tmp / "hi.txt"],
+                 "the vocabulary has no token for byte 0x21", 1)
 
 
 def check_arguments(tq_llama: str) -> None:
