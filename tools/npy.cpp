@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -18,6 +19,22 @@ float half_to_float(std::uint16_t h) {
     else if (exponent == 31) v = mantissa ? NAN : INFINITY;
     else v = std::ldexp(float(mantissa + 1024), exponent - 25);
     return sign ? -v : v;
+}
+
+// Text from the file as a message shows it: one line, printable ASCII (others as
+// \xNN), at most 40 characters.
+std::string shown(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text.substr(0, 40)) {
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            out += hex;
+        }
+    }
+    return text.size() > 40 ? out + "..." : out;
 }
 
 }  // namespace
@@ -38,7 +55,7 @@ NpyArray read_npy(const std::string& path) {
         offset = 12;
     }
     if (header_len > 10000) throw NpyError(path + ": header of " + std::to_string(header_len) + " bytes (NumPy writes < 10000)");
-    if (bytes.size() < offset + header_len) throw NpyError(path + ": truncated header");
+    if (header_len > bytes.size() - offset) throw NpyError(path + ": truncated header");
     const std::string header = bytes.substr(offset, header_len);
     offset += header_len;
 
@@ -47,7 +64,7 @@ NpyArray read_npy(const std::string& path) {
         throw NpyError(path + ": header has no dtype");
     const std::string descr = m[1];
     if (descr != "<f4" && descr != "<f2")
-        throw NpyError(path + ": dtype " + descr + " (need float32 '<f4' or float16 '<f2')");
+        throw NpyError(path + ": dtype '" + shown(descr) + "' (need float32 '<f4' or float16 '<f2')");
     if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")) || m[1] == "True")
         throw NpyError(path + ": Fortran order (need C order: np.ascontiguousarray)");
     if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
@@ -55,7 +72,7 @@ NpyArray read_npy(const std::string& path) {
     NpyArray a;
     const std::string dims = m[1];
     if (!std::regex_match(dims, std::regex(R"(\s*(\d{1,12}\s*,\s*)*(\d{1,12}\s*,?\s*)?)")))
-        throw NpyError(path + ": shape (" + dims.substr(0, 40) + ") is not a tuple of sizes");
+        throw NpyError(path + ": shape (" + shown(dims) + ") is not a tuple of sizes");
     const std::regex number(R"(\d+)");
     std::size_t count = 1;
     for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
