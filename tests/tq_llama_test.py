@@ -111,6 +111,10 @@ def check_hostile_files(tq_llama: str, tmp: Path, text: Path) -> None:
     (tmp / "vocab.gguf").write_bytes(gguf([gguf_kv("tokenizer.ggml.model", 8, gguf_str(b"gpt2")),
                                           gguf_kv("tokenizer.ggml.tokens", 9, gguf_strings([b"h", b"i"])),
                                           gguf_kv("tokenizer.ggml.merges", 9, gguf_strings([]))]))
+    (tmp / "kind.gguf").write_bytes(gguf([gguf_kv("tokenizer.ggml.model", 8, gguf_str(b"x\n" + b"y" * 1000))]))
+    r = run(tokenize("kind.gguf"))
+    if r.returncode != 1 or r.stderr.count("\n") != 1 or "tokenizer x\\x0Ayyy" not in r.stderr or len(r.stderr) > 300:
+        failures.append(f"kind.gguf: expected one short line naming the tokenizer, got {r.stderr[:200]!r}")
     (tmp / "hi.txt").write_text("hi!")
     expect_error([tq_llama, "tokenize", "--model", tmp / "vocab.gguf", "--text", tmp / "hi.txt"],
                  "the vocabulary has no token for byte 0x21", 1)

@@ -12,22 +12,6 @@ namespace {
 // Value type tags of the GGUF format.
 enum : std::uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
 
-// A name from the file as a message shows it: one line, printable ASCII (others as
-// \xNN), at most 64 characters.
-std::string shown(const std::string& name) {
-    std::string out;
-    for (unsigned char ch : name.substr(0, 64)) {
-        if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
-            out += static_cast<char>(ch);
-        } else {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02X", ch);
-            out += hex;
-        }
-    }
-    return name.size() > 64 ? out + "..." : out;
-}
-
 // Bytes of one item of a fixed-size value type; 0 for strings (a u64 length, then
 // the bytes), which take at least 8.
 std::uint64_t item_bytes(std::uint32_t type) {
@@ -150,6 +134,20 @@ std::vector<T> read_array(const std::vector<std::uint8_t>& bytes, const std::str
 }
 
 }  // namespace
+
+std::string shown(const std::string& text) {
+    std::string out;
+    for (unsigned char ch : text.substr(0, 64)) {
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
+            out += static_cast<char>(ch);
+        } else {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", ch);
+            out += hex;
+        }
+    }
+    return text.size() > 64 ? out + "..." : out;
+}
 
 std::uint64_t block_elements(std::uint32_t type) {
     switch (static_cast<TensorType>(type)) {

@@ -16,6 +16,10 @@ enum class TensorType : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5
 // Elements per block of a quantized type (1 for f32, f16): 32, or 256 for the k-quants.
 std::uint64_t block_elements(std::uint32_t type);
 
+// Text from a file as an error message shows it: one line, printable ASCII (other
+// bytes as \xNN), at most 64 characters (then "...").
+std::string shown(const std::string& text);
+
 struct Tensor {
     std::string name;
     std::vector<std::uint64_t> shape;  // shape[0] is the row length (ggml's ne[0])

@@ -95,7 +95,7 @@ Model::Model(const GgufFile& file) {
     std::string arch = file.string("general.architecture");
     if (arch == "llama") config_ = llama_config(file);
     else if (arch == "gemma3") config_ = gemma3_config(file);
-    else throw std::runtime_error("architecture " + arch + " is not supported (llama and gemma3 are)");
+    else throw std::runtime_error("architecture " + shown(arch) + " is not supported (llama and gemma3 are)");
     auto& c = config_;
     if (c.layers <= 0 || c.heads <= 0 || c.kv_heads <= 0 || c.heads % c.kv_heads != 0 || c.head_dim <= 0 ||
         std::int64_t{c.heads} * c.head_dim > std::numeric_limits<int>::max())

@@ -11,7 +11,7 @@ Tokenizer::Tokenizer(const GgufFile& file) {
     } else if (kind == "llama") {
         model_ = make_spm_tokenizer(file);
     } else {
-        throw std::runtime_error("tokenizer " + kind + " is not supported (gpt2, byte-level BPE, and llama, SentencePiece, are)");
+        throw std::runtime_error("tokenizer " + shown(kind) + " is not supported (gpt2, byte-level BPE, and llama, SentencePiece, are)");
     }
     vocab_size_ = file.strings("tokenizer.ggml.tokens").size();
     auto id = [&](const char* key) {
