@@ -58,9 +58,10 @@ TEST_CASE("contract: enum fields outside their enumerators are refused, read as 
 }
 
 TEST_CASE("contract: cache shapes beyond any allocation are refused at once with a message") {
-    const int d = tq::test::has_config(256, 4, 2) ? 256 : tq::test::main_head_dim();
-    const float bits = tq::test::has_config(256, 4, 2) ? 4 : tq::rate(tq::variants().front());
-    fa_tq_state* s = fa_tq_init(d, tq::test::config(bits, bits == 4 ? 2 : bits), 1);
+    const bool issue = tq::test::has_config(256, 4, 2);  // the issue's head_dim and bits, where built
+    const float bits = tq::rate(tq::variants().front());
+    fa_tq_state* s = issue ? fa_tq_init(256, tq::test::config(4, 2), 1)
+                           : fa_tq_init(tq::test::main_head_dim(), tq::test::config(bits, bits), 1);
     REQUIRE(s);
     size_t per_slot = 0;  // bytes of one position of one head
     fa_tq_cache* one = fa_tq_cache_new(s, 1, 1, 1);
