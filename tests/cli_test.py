@@ -27,11 +27,19 @@ def expect_error(cmd: list[str], needle: str) -> None:
         failures.append(f"{' '.join(cmd)}: expected failure mentioning '{needle}', got rc={r.returncode} '{first}'")
 
 
+def expect_one_line_error(cmd: list[str], needle: str) -> None:
+    """A failure whose whole message is one printable line of bounded length."""
+    r = run(cmd)
+    lines = r.stderr.splitlines()
+    if r.returncode == 0 or len(lines) != 1 or needle not in lines[0] or len(lines[0]) > 400 or not lines[0].isprintable():
+        failures.append(f"{' '.join(cmd)}: expected one printable line mentioning '{needle}', got rc={r.returncode} {r.stderr[:200]!r}")
+
+
 def save_npy(path: str, shape: tuple, data: list, dtype: str = "<f4", truncate: int = 0) -> None:
     """A .npy file written from the format's description (no NumPy needed)."""
     header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (dtype, ", ".join(map(str, shape)) + ("," if len(shape) == 1 else ""))
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-    body = struct.pack({"<f4": "<%df", "<f2": "<%de", "<f8": "<%dd"}[dtype] % len(data), *data)
+    body = struct.pack({"<f2": "<%de", "<f8": "<%dd"}.get(dtype, "<%df") % len(data), *data)
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + body[:len(body) - truncate])
 
@@ -58,10 +66,12 @@ def check_eval(tq: str, head_dim: int, bits: float, tmp: str) -> None:
     save_npy(path("flat"), (tokens * heads, head_dim), values)
     save_npy(path("short"), (tokens - 1, heads, head_dim), values[: (tokens - 1) * heads * head_dim])
     save_npy(path("nan"), (tokens, heads, head_dim), [float("nan")] + values[1:])
+    save_npy(path("hostile"), (tokens, heads, head_dim), values, "x\ny\0" + "z" * 9000)  # newline, NUL, 9k characters
     with open(path("text"), "w") as f:
         f.write("not numpy")
     base = [tq, "eval", "--keys", path("k"), "--values"]
-    expect_error(base + [path("f8")], "dtype <f8")
+    expect_error(base + [path("f8")], "dtype '<f8'")
+    expect_one_line_error(base + [path("hostile")], "dtype 'x\\x0Ay\\x00zzzz")
     expect_error(base + [path("cut")], "(truncated)")
     expect_error(base + [path("flat")], "shape must be [tokens, heads, head_dim]")
     expect_error(base + [path("short")], "keys and values differ in shape")

@@ -1,7 +1,7 @@
 // The compressed cache: positions, eviction, ring mode, byte accounting, and
 // bad input that must change nothing.
+#include "cache_snapshot.hpp"
 #include "cache_support.hpp"
-#include "fa_tq_internal.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,36 +9,8 @@
 #include <limits>
 
 using tq::KVCache;
+using tq::test::Snapshot;
 using tq::Kind;
-
-namespace {
-
-// Everything a call could change.
-struct StreamState {
-    std::vector<std::uint8_t> codes;
-    std::vector<float> scales32, sinks;
-    std::vector<std::uint16_t> scales16, means;
-    std::vector<double> sum;
-    long length, count, first_block;
-    explicit StreamState(const fa_tq_stream& s)
-        : codes(s.codes), scales32(s.scales32), sinks(s.sink_vectors), scales16(s.scales16), means(s.means),
-          sum(s.sum), length(s.length), count(s.count), first_block(s.first_block) {}
-    bool operator==(const StreamState&) const = default;
-};
-
-struct Snapshot {
-    std::vector<StreamState> streams;
-    long evicted;
-    explicit Snapshot(const fa_tq_cache* c) : evicted(c->evicted) {
-        for (const fa_tq_layer& l : c->layers) {
-            streams.emplace_back(l.keys);
-            streams.emplace_back(l.values);
-        }
-    }
-    bool operator==(const Snapshot&) const = default;
-};
-
-}  // namespace
 
 TEST_CASE("cache: bytes per token, K4/V2 at d=128 is 100 per KV head (104 with float scales)") {
     if (!tq::test::has_config(128, 4, 2)) return;

@@ -1,11 +1,12 @@
 #include "npy.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <regex>
 
 namespace tq::cli {
 namespace {
@@ -18,6 +19,63 @@ float half_to_float(std::uint16_t h) {
     else if (exponent == 31) v = mantissa ? NAN : INFINITY;
     else v = std::ldexp(float(mantissa + 1024), exponent - 25);
     return sign ? -v : v;
+}
+
+// Text from the file as a message shows it: one line, printable ASCII (others as
+// \xNN), at most 40 characters.
+std::string shown(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text.substr(0, 40)) {
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02X", c);
+            out += hex;
+        }
+    }
+    return text.size() > 40 ? out + "..." : out;
+}
+
+// Where the value of 'key' starts in the header's dict (after the colon and any
+// spaces), or npos.  Plain scanning: std::regex recurses per character and
+// overflows the stack on a long hostile header.
+std::size_t value_at(const std::string& header, const std::string& key) {
+    std::size_t i = header.find("'" + key + "'");
+    if (i == std::string::npos) return i;
+    i += key.size() + 2;
+    while (i < header.size() && header[i] == ' ') ++i;
+    if (i == header.size() || header[i] != ':') return std::string::npos;
+    ++i;
+    while (i < header.size() && header[i] == ' ') ++i;
+    return i;
+}
+
+// The text between `open` at `at` and the next `close`, or false.
+bool enclosed(const std::string& header, std::size_t at, char open, char close, std::string& out) {
+    if (at >= header.size() || header[at] != open) return false;
+    const std::size_t end = header.find(close, at + 1);
+    if (end == std::string::npos) return false;
+    out = header.substr(at + 1, end - at - 1);
+    return true;
+}
+
+// "3, 4", "3," or "" (a tuple's inside) as sizes of at most 12 digits, or false.
+bool parse_sizes(const std::string& dims, std::vector<std::size_t>& out) {
+    std::vector<std::string> items;
+    for (std::size_t begin = 0;;) {
+        const std::size_t end = std::min(dims.find(',', begin), dims.size());
+        const std::size_t first = dims.find_first_not_of(' ', begin);
+        items.push_back(first < end ? dims.substr(first, dims.find_last_not_of(' ', end - 1) + 1 - first) : "");
+        if (end == dims.size()) break;
+        begin = end + 1;
+    }
+    if (items.back().empty()) items.pop_back();  // no sizes, or a trailing comma
+    for (const std::string& item : items) {
+        if (item.empty() || item.size() > 12 || item.find_first_not_of("0123456789") != std::string::npos) return false;
+        out.push_back(std::stoull(item));  // at most 12 digits: no overflow
+    }
+    return true;
 }
 
 }  // namespace
@@ -38,30 +96,23 @@ NpyArray read_npy(const std::string& path) {
         offset = 12;
     }
     if (header_len > 10000) throw NpyError(path + ": header of " + std::to_string(header_len) + " bytes (NumPy writes < 10000)");
-    if (bytes.size() < offset + header_len) throw NpyError(path + ": truncated header");
+    if (header_len > bytes.size() - offset) throw NpyError(path + ": truncated header");
     const std::string header = bytes.substr(offset, header_len);
     offset += header_len;
 
-    std::smatch m;
-    if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')")))
-        throw NpyError(path + ": header has no dtype");
-    const std::string descr = m[1];
+    std::string descr, dims;
+    if (!enclosed(header, value_at(header, "descr"), '\'', '\'', descr)) throw NpyError(path + ": header has no dtype");
     if (descr != "<f4" && descr != "<f2")
-        throw NpyError(path + ": dtype " + descr + " (need float32 '<f4' or float16 '<f2')");
-    if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")) || m[1] == "True")
+        throw NpyError(path + ": dtype '" + shown(descr) + "' (need float32 '<f4' or float16 '<f2')");
+    const std::size_t order = value_at(header, "fortran_order");
+    if (order == std::string::npos || header.compare(order, 5, "False") != 0)
         throw NpyError(path + ": Fortran order (need C order: np.ascontiguousarray)");
-    if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
-        throw NpyError(path + ": header has no shape");
+    if (!enclosed(header, value_at(header, "shape"), '(', ')', dims)) throw NpyError(path + ": header has no shape");
     NpyArray a;
-    const std::string dims = m[1];
-    if (!std::regex_match(dims, std::regex(R"(\s*(\d{1,12}\s*,\s*)*(\d{1,12}\s*,?\s*)?)")))
-        throw NpyError(path + ": shape (" + dims.substr(0, 40) + ") is not a tuple of sizes");
-    const std::regex number(R"(\d+)");
+    if (!parse_sizes(dims, a.shape)) throw NpyError(path + ": shape (" + shown(dims) + ") is not a tuple of sizes");
     std::size_t count = 1;
-    for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number); it != std::sregex_iterator(); ++it) {
-        const std::size_t n = std::stoull(it->str());  // at most 12 digits: no overflow
+    for (const std::size_t n : a.shape) {
         if (n && count > (std::size_t(1) << 36) / n) throw NpyError(path + ": shape too large");
-        a.shape.push_back(n);
         count *= n;
     }
     const std::size_t width = descr == "<f4" ? 4 : 2;

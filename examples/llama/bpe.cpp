@@ -2,6 +2,7 @@
 // pre-tokenizer of tokenizer.ggml.pre = "smollm": every digit on its own, then
 // GPT-2's split  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 #include <climits>
+#include <cstdio>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -123,6 +124,7 @@ public:
 
 private:
     void bpe(const std::string& piece, std::vector<std::int32_t>& out) const;
+    std::int32_t byte_token(const std::string& stand_in) const;  // throws if the vocabulary lacks it
 
     std::vector<std::string> vocab_;
     std::unordered_map<std::string, std::int32_t> ids_;
@@ -144,6 +146,15 @@ BpeTokenizer::BpeTokenizer(const GgufFile& file) {
         byte_char_[b] = utf8(printable ? static_cast<std::uint32_t>(b) : static_cast<std::uint32_t>(256 + n++));
         char_byte_[byte_char_[b]] = static_cast<unsigned char>(b);
     }
+}
+
+std::int32_t BpeTokenizer::byte_token(const std::string& stand_in) const {
+    if (auto it = ids_.find(stand_in); it != ids_.end()) return it->second;
+    char byte[8];
+    // words are made of byte stand-ins, so char_byte_ has this one
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(char_byte_.at(stand_in)));
+    throw std::runtime_error("tokenizer: the vocabulary has no token for byte " + std::string(byte) + " ('" + stand_in +
+                             "' in GPT-2's byte map), which the text needs");
 }
 
 void BpeTokenizer::bpe(const std::string& piece, std::vector<std::int32_t>& out) const {
@@ -172,7 +183,7 @@ void BpeTokenizer::bpe(const std::string& piece, std::vector<std::int32_t>& out)
         if (auto it = ids_.find(w); it != ids_.end()) {
             ids.push_back(it->second);
         } else {  // not in the vocabulary: its bytes one by one
-            for (const auto& cp : decode_utf8(w)) ids.push_back(ids_.at(utf8(cp.cp)));
+            for (const auto& cp : decode_utf8(w)) ids.push_back(byte_token(utf8(cp.cp)));
         }
     }
     out.insert(out.end(), ids.begin(), ids.end());

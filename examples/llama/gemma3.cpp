@@ -20,7 +20,7 @@
 namespace llama {
 
 ModelConfig gemma3_config(const GgufFile& file) {
-    auto u = [&](const char* key) { return static_cast<int>(file.uint(std::string("gemma3.") + key)); };
+    auto u = [&](const char* key) { return file.count(std::string("gemma3.") + key); };
     ModelConfig c = common_config(file, "gemma3");
     c.head_dim = u("attention.key_length");
     if (u("attention.value_length") != c.head_dim) throw std::runtime_error("gemma3: key and value lengths differ");

@@ -1,6 +1,7 @@
 #include "model.hpp"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -66,10 +67,13 @@ float gelu(float x) {
 }  // namespace
 
 ModelConfig common_config(const GgufFile& file, const std::string& arch) {
-    auto u = [&](const char* key) { return static_cast<int>(file.uint(arch + "." + key)); };
+    auto u = [&](const char* key) { return file.count(arch + "." + key); };
     ModelConfig c;
     c.arch = arch;
     c.layers = u("block_count");
+    if (static_cast<std::size_t>(c.layers) > file.tensor_count())  // each layer has tensors: bounds what is allocated per layer
+        throw std::runtime_error("block_count " + std::to_string(c.layers) + " exceeds the file's " +
+                                 std::to_string(file.tensor_count()) + " tensors");
     c.dim = u("embedding_length");
     c.heads = u("attention.head_count");
     c.kv_heads = u("attention.head_count_kv");
@@ -91,9 +95,10 @@ Model::Model(const GgufFile& file) {
     std::string arch = file.string("general.architecture");
     if (arch == "llama") config_ = llama_config(file);
     else if (arch == "gemma3") config_ = gemma3_config(file);
-    else throw std::runtime_error("architecture " + arch + " is not supported (llama and gemma3 are)");
+    else throw std::runtime_error("architecture " + shown(arch) + " is not supported (llama and gemma3 are)");
     auto& c = config_;
-    if (c.layers <= 0 || c.heads <= 0 || c.kv_heads <= 0 || c.heads % c.kv_heads != 0)
+    if (c.layers <= 0 || c.heads <= 0 || c.kv_heads <= 0 || c.heads % c.kv_heads != 0 || c.head_dim <= 0 ||
+        std::int64_t{c.heads} * c.head_dim > std::numeric_limits<int>::max())
         throw std::runtime_error("inconsistent head counts in the model's metadata");
     if (c.head_dim % 16 != 0 || c.dim % 16 != 0 || c.ffn % 16 != 0)
         throw std::runtime_error("dims must be multiples of 16 for this engine");

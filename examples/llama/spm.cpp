@@ -46,24 +46,13 @@ private:
     bool space_prefix_ = false;
 };
 
-std::int64_t as_int(const Scalar& s) {
-    if (auto* u = std::get_if<std::uint64_t>(&s)) return static_cast<std::int64_t>(*u);
-    if (auto* i = std::get_if<std::int64_t>(&s)) return *i;
-    throw std::runtime_error("tokenizer.ggml.token_type: not integers");
-}
-
 SpmTokenizer::SpmTokenizer(const GgufFile& file) {
     vocab_ = file.strings("tokenizer.ggml.tokens");
-    const auto* scores = std::get_if<std::vector<Scalar>>(&file.value("tokenizer.ggml.scores"));
-    const auto* types = std::get_if<std::vector<Scalar>>(&file.value("tokenizer.ggml.token_type"));
-    if (!scores || !types || scores->size() != vocab_.size() || types->size() != vocab_.size())
+    const auto scores = file.reals("tokenizer.ggml.scores");
+    types_ = file.integers("tokenizer.ggml.token_type");
+    if (scores.size() != vocab_.size() || types_.size() != vocab_.size())
         throw std::runtime_error("tokenizer.ggml.scores and token_type must have one entry per token");
-    for (const auto& s : *scores) {
-        const auto* d = std::get_if<double>(&s);
-        if (!d) throw std::runtime_error("tokenizer.ggml.scores: not floats");
-        scores_.push_back(static_cast<float>(*d));
-    }
-    for (const auto& t : *types) types_.push_back(as_int(t));
+    scores_.assign(scores.begin(), scores.end());
     for (std::size_t i = 0; i < vocab_.size(); ++i) {
         ids_[vocab_[i]] = static_cast<std::int32_t>(i);  // a repeated text: the last id, as llama.cpp
         if (types_[i] == user_defined && !vocab_[i].empty()) user_defined_.push_back(static_cast<std::int32_t>(i));
@@ -76,12 +65,8 @@ SpmTokenizer::SpmTokenizer(const GgufFile& file) {
         std::int32_t t = id(name);
         byte_ids_[b] = t >= 0 ? t : id(std::string(1, static_cast<char>(b)));
     }
-    if (file.has("tokenizer.ggml.add_space_prefix")) {
-        const auto& v = std::get<Scalar>(file.value("tokenizer.ggml.add_space_prefix"));
-        space_prefix_ = std::holds_alternative<bool>(v) && std::get<bool>(v);
-    } else {
-        space_prefix_ = true;  // llama.cpp's default for SentencePiece
-    }
+    // llama.cpp's default for SentencePiece: a space prefix
+    space_prefix_ = !file.has("tokenizer.ggml.add_space_prefix") || file.flag("tokenizer.ggml.add_space_prefix");
 }
 
 void SpmTokenizer::encode(std::string_view text, std::vector<std::int32_t>& out) const {

@@ -11,7 +11,7 @@ Tokenizer::Tokenizer(const GgufFile& file) {
     } else if (kind == "llama") {
         model_ = make_spm_tokenizer(file);
     } else {
-        throw std::runtime_error("tokenizer " + kind + " is not supported (gpt2, byte-level BPE, and llama, SentencePiece, are)");
+        throw std::runtime_error("tokenizer " + shown(kind) + " is not supported (gpt2, byte-level BPE, and llama, SentencePiece, are)");
     }
     vocab_size_ = file.strings("tokenizer.ggml.tokens").size();
     auto id = [&](const char* key) {
@@ -20,12 +20,7 @@ Tokenizer::Tokenizer(const GgufFile& file) {
     eos_ = id("tokenizer.ggml.eos_token_id");
     bos_ = id("tokenizer.ggml.bos_token_id");
     // llama.cpp's default when the key is absent: on for SentencePiece, off for BPE
-    if (file.has("tokenizer.ggml.add_bos_token")) {
-        const auto& v = std::get<Scalar>(file.value("tokenizer.ggml.add_bos_token"));
-        add_bos_ = std::holds_alternative<bool>(v) && std::get<bool>(v);
-    } else {
-        add_bos_ = kind == "llama";
-    }
+    add_bos_ = file.has("tokenizer.ggml.add_bos_token") ? file.flag("tokenizer.ggml.add_bos_token") : kind == "llama";
     if (add_bos_ && (bos_ < 0 || static_cast<std::size_t>(bos_) >= vocab_size_))
         throw std::runtime_error("the model asks for a BOS token but names none in its vocabulary");
 }

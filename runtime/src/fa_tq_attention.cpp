@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <new>
 #include <string>
 
@@ -63,11 +64,22 @@ double half_norm(const std::uint16_t* x, int d) {
     return std::sqrt(s);
 }
 
-// Refuses (before anything is written) a query whose scores could overflow:
+// A magnitude in a message: "1.2e+39".
+std::string magnitude(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", x);
+    return text;
+}
+
+// Refuses (before anything is written) a query whose scores could overflow or turn
+// NaN.  The scaled query: |softmax_scale R (q * sigma)| <= softmax_scale sigma_max |q|
+// must stay well within float on its own (a zero key does not make inf * 0 finite),
+// and its rotation needs |q * sigma| <= TQ_MAX_NORM.  The scores:
 // |score| <= softmax_scale |q| max_t |k_t|, and |k_t| <= max sigma |key scale_t| + |mean_t|
 // (|c_hat| <= 1, sigma the smoothing scales), or the sink's exact norm.
 int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, const EncodedToken& key,
                       const float* k, const float* q, int n_q_heads, int d, float scale) {
+    constexpr double kFloatReach = 1e37;  // scores and scaled queries stay below: a margin to FLT_MAX for sums
     const fa_tq_stream& s = lay.keys;
     double scale_max = 0, extra_max = 0, smooth_max = 1;
     for (const auto* v : {&s.smooth, &key.smooth})
@@ -82,12 +94,17 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_laye
     for (int h = 0; h < cache->num_heads; ++h) extra_max = std::max(extra_max, norm(k + std::size_t(h) * d, d));
     double q_max = 0;
     for (int h = 0; h < n_q_heads; ++h) q_max = std::max(q_max, norm(q + std::size_t(h) * d, d));
-    if (q_max > TQ_MAX_NORM(d))  // its rotation would overflow
-        return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + std::to_string(q_max) +
+    if (smooth_max * q_max > TQ_MAX_NORM(d))  // its rotation would overflow
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + magnitude(q_max) +
+                                        (smooth_max > 1 ? " times the smoothing scales' " + magnitude(smooth_max) : "") +
                                         " exceeds TQ_MAX_NORM(" + std::to_string(d) + ")");
+    if (double(scale) * smooth_max * q_max > kFloatReach)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": softmax_scale x |q| reaches " +
+                                        magnitude(double(scale) * smooth_max * q_max) +
+                                        ", beyond what float queries hold (1e37)");
     const double reach = double(scale) * q_max * (smooth_max * scale_max + extra_max);
-    if (reach > 1e37)
-        return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " + std::to_string(reach) +
+    if (reach > kFloatReach)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " + magnitude(reach) +
                                         ", beyond what float scores hold (1e37)");
     return FA_TQ_OK;
 }
@@ -205,64 +222,66 @@ struct HeadAttention {
 extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
                                int n_q_heads, const float* k, const float* v, float softmax_scale, float* out) {
     constexpr const char* fn = "fa_tq_attention";
-    if (int rc = check_layer_state(fn, state, cache, layer)) return rc;
-    if (int rc = check_not_null(fn, q, "q")) return rc;
-    if (int rc = check_not_null(fn, k, "k")) return rc;
-    if (int rc = check_not_null(fn, v, "v")) return rc;
-    if (int rc = check_not_null(fn, out, "out")) return rc;
-    const int kv_heads = cache->num_heads, d = state->head_dim;
-    if (n_q_heads <= 0 || n_q_heads % kv_heads != 0)
-        return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": n_q_heads " + std::to_string(n_q_heads) +
-                                                   " must be a positive multiple of the cache's " +
-                                                   std::to_string(kv_heads) + " KV heads");
-    if (!std::isfinite(softmax_scale) || softmax_scale < 0)
-        return fail(TQ_ERROR_INVALID_ARGUMENT,
-                    std::string(fn) + ": softmax_scale must be finite and >= 0 (0: 1/sqrt(head_dim))");
-    if (int rc = check_write_pos(fn, cache, layer, pos, true)) return rc;
-    if (int rc = check_write_pos(fn, cache, layer, pos, false)) return rc;
-    fa_tq_layer& lay = cache->layers[std::size_t(layer)];
-    const int newest = std::max(lay.keys.length, lay.values.length) - 1;
-    if (cache->ring && pos < newest)
-        return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache attends from its newest position (" +
-                                                   std::to_string(newest) + "), not pos " + std::to_string(pos));
-    if (int rc = check_finite(fn, q, std::size_t(n_q_heads) * d, "q")) return rc;
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_layer_state(fn, state, cache, layer)) return rc;
+        if (int rc = check_not_null(fn, q, "q")) return rc;
+        if (int rc = check_not_null(fn, k, "k")) return rc;
+        if (int rc = check_not_null(fn, v, "v")) return rc;
+        if (int rc = check_not_null(fn, out, "out")) return rc;
+        const int kv_heads = cache->num_heads, d = state->head_dim;
+        if (n_q_heads <= 0 || n_q_heads % kv_heads != 0)
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": n_q_heads " + std::to_string(n_q_heads) +
+                                                       " must be a positive multiple of the cache's " +
+                                                       std::to_string(kv_heads) + " KV heads");
+        if (!std::isfinite(softmax_scale) || softmax_scale < 0)
+            return fail(TQ_ERROR_INVALID_ARGUMENT,
+                        std::string(fn) + ": softmax_scale must be finite and >= 0 (0: 1/sqrt(head_dim))");
+        if (int rc = check_write_pos(fn, cache, layer, pos, true)) return rc;
+        if (int rc = check_write_pos(fn, cache, layer, pos, false)) return rc;
+        fa_tq_layer& lay = cache->layers[std::size_t(layer)];
+        const int newest = std::max(lay.keys.length, lay.values.length) - 1;
+        if (cache->ring && pos < newest)
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache attends from its newest position (" +
+                                                       std::to_string(newest) + "), not pos " + std::to_string(pos));
+        if (int rc = check_finite(fn, q, std::size_t(n_q_heads) * d, "q")) return rc;
 
-    thread_local EncodedToken key_token, value_token;
-    thread_local std::vector<float> q_rot, q_smooth, scores, acc, key_scales, value_scales;
-    thread_local std::vector<double> extra;
-    thread_local std::vector<Piece> pieces;
-    if (int rc = encode_token(fn, state, cache, layer, pos, k, true, key_token)) return rc;
-    if (int rc = encode_token(fn, state, cache, layer, pos, v, false, value_token)) return rc;
-    // Positions 0..pos; a ring holds the last max_seq_len of them, in slots [0, n) either way.
-    const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
-    try {
-        q_rot.resize(d);
-        q_smooth.resize(d);
-        acc.resize(d);
-        extra.resize(d);
-        scores.resize(n);
-        cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, pieces);
-    } catch (const std::bad_alloc&) {
-        return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
-    }
-    const float scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1 / std::sqrt(double(d)));
-    if (int rc = check_score_range(fn, cache, lay, key_token, k, q, n_q_heads, d, scale)) return rc;
-    commit_token(cache, layer, pos, true, key_token, k);
-    commit_token(cache, layer, pos, false, value_token, v);
-    learn_queries(lay, q, n_q_heads, kv_heads, d);
+        thread_local EncodedToken key_token, value_token;
+        thread_local std::vector<float> q_rot, q_smooth, scores, acc, key_scales, value_scales;
+        thread_local std::vector<double> extra;
+        thread_local std::vector<Piece> pieces;
+        if (int rc = encode_token(fn, state, cache, layer, pos, k, true, key_token)) return rc;
+        if (int rc = encode_token(fn, state, cache, layer, pos, v, false, value_token)) return rc;
+        // Positions 0..pos; a ring holds the last max_seq_len of them, in slots [0, n) either way.
+        const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
+        try {
+            q_rot.resize(d);
+            q_smooth.resize(d);
+            acc.resize(d);
+            extra.resize(d);
+            scores.resize(n);
+            cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, pieces);
+        } catch (const std::bad_alloc&) {
+            return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
+        }
+        const float scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1 / std::sqrt(double(d)));
+        if (int rc = check_score_range(fn, cache, lay, key_token, k, q, n_q_heads, d, scale)) return rc;
+        commit_token(cache, layer, pos, true, key_token, k);
+        commit_token(cache, layer, pos, false, value_token, v);
+        learn_queries(lay, q, n_q_heads, kv_heads, d);
 
-    const int group = n_q_heads / kv_heads;
-    for (int g = 0; g < kv_heads; ++g) {
-        const HeadAttention head{state,
-                                 cache,
-                                 lay,
-                                 g,
-                                 head_scales(lay.keys, cache, g, n, lay.levers.f16_scales, key_scales),
-                                 head_scales(lay.values, cache, g, n, lay.levers.f16_scales, value_scales),
-                                 pieces,
-                                 n};
-        for (int h = g * group; h < (g + 1) * group; ++h)
-            head.run(q + std::size_t(h) * d, scale, q_rot, q_smooth, scores, acc, extra, out + std::size_t(h) * d);
-    }
-    return FA_TQ_OK;
+        const int group = n_q_heads / kv_heads;
+        for (int g = 0; g < kv_heads; ++g) {
+            const HeadAttention head{state,
+                                     cache,
+                                     lay,
+                                     g,
+                                     head_scales(lay.keys, cache, g, n, lay.levers.f16_scales, key_scales),
+                                     head_scales(lay.values, cache, g, n, lay.levers.f16_scales, value_scales),
+                                     pieces,
+                                     n};
+            for (int h = g * group; h < (g + 1) * group; ++h)
+                head.run(q + std::size_t(h) * d, scale, q_rot, q_smooth, scores, acc, extra, out + std::size_t(h) * d);
+        }
+        return FA_TQ_OK;
+    });
 }

@@ -59,7 +59,9 @@ void init_stream(fa_tq_stream& s, const fa_tq_state* st, bool is_key, int heads,
     }
 }
 
-fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num_layers, int num_heads,
+// The cache of num_layers layers, layer l quantized by states[uniform ? 0 : l]; sizes
+// are checked before anything is allocated.
+fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, bool uniform, int num_layers, int num_heads,
                        int max_seq_len, bool ring) {
     auto bad = [&](const char* name, int v) {
         fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " must be positive, got " + std::to_string(v));
@@ -68,9 +70,10 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num
     if (num_layers <= 0) return bad("num_layers", num_layers);
     if (num_heads <= 0) return bad("num_heads", num_heads);
     if (max_seq_len <= 0) return bad("max_seq_len", max_seq_len);
+    const auto state_of = [&](int l) { return states[uniform ? 0 : l]; };
     std::size_t bytes = 0;
-    for (int l = 0; l < num_layers; ++l) {
-        const fa_tq_state* st = states[l];
+    for (int l = 0; l < (uniform ? 1 : num_layers); ++l) {
+        const fa_tq_state* st = state_of(l);
         if (check_state(fn, st)) return nullptr;
         if (st->head_dim != states[0]->head_dim) {
             fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": layer " + std::to_string(l) + "'s head_dim " +
@@ -79,11 +82,20 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num
             return nullptr;
         }
         const std::size_t layer = layer_bytes(st, num_heads, max_seq_len);
-        if (layer == 0 || __builtin_add_overflow(bytes, layer, &bytes)) {
+        if (layer == 0 || __builtin_add_overflow(bytes, layer, &bytes) ||
+            (uniform && __builtin_mul_overflow(bytes, std::size_t(num_layers), &bytes))) {
             fail(TQ_ERROR_INVALID_ARGUMENT,
                  std::string(fn) + ": num_layers x num_heads x max_seq_len overflows memory sizes");
             return nullptr;
         }
+    }
+    // No allocation (nor vector) can exceed PTRDIFF_MAX bytes.
+    if (bytes > std::size_t(std::numeric_limits<std::ptrdiff_t>::max())) {
+        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(num_layers) + " layers x " +
+                                            std::to_string(num_heads) + " heads x " + std::to_string(max_seq_len) +
+                                            " positions need " + std::to_string(bytes) +
+                                            " bytes, beyond any allocation (PTRDIFF_MAX)");
+        return nullptr;
     }
     try {
         auto c = std::make_unique<fa_tq_cache>();
@@ -93,7 +105,7 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num
         c->ring = ring;
         c->layers.resize(std::size_t(num_layers));
         for (int l = 0; l < num_layers; ++l) {
-            const fa_tq_state* st = states[l];
+            const fa_tq_state* st = state_of(l);
             fa_tq_layer& lay = c->layers[std::size_t(l)];
             lay.head_dim = st->head_dim;
             lay.key_eighths = st->key_eighths;
@@ -106,24 +118,7 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, int num
         }
         return c.release();
     } catch (const std::bad_alloc&) {
-    } catch (const std::length_error&) {  // beyond vector::max_size(): no exception may cross the C API
-    }
-    fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(bytes) + " bytes");
-    return nullptr;
-}
-
-fa_tq_cache* new_uniform_cache(const char* fn, const fa_tq_state* state, int num_layers, int num_heads,
-                               int max_seq_len, bool ring) {
-    if (check_state(fn, state)) return nullptr;
-    if (num_layers <= 0) {
-        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": num_layers must be positive, got " + std::to_string(num_layers));
-        return nullptr;
-    }
-    try {
-        const std::vector<const fa_tq_state*> states(std::size_t(num_layers), state);
-        return new_cache(fn, states.data(), num_layers, num_heads, max_seq_len, ring);
-    } catch (const std::exception&) {
-        fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(num_layers) + " layers");
+        fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(bytes) + " bytes");
         return nullptr;
     }
 }
@@ -136,157 +131,181 @@ using namespace tq::detail;
 extern "C" {
 
 fa_tq_cache* fa_tq_cache_new(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len) {
-    return new_uniform_cache("fa_tq_cache_new", state, num_layers, num_heads, max_seq_len, false);
+    constexpr const char* fn = "fa_tq_cache_new";
+    return guard(fn, static_cast<fa_tq_cache*>(nullptr),
+                 [&] { return new_cache(fn, &state, true, num_layers, num_heads, max_seq_len, false); });
 }
 
 fa_tq_cache* fa_tq_cache_new_ring(const fa_tq_state* state, int num_layers, int num_heads, int max_seq_len) {
-    return new_uniform_cache("fa_tq_cache_new_ring", state, num_layers, num_heads, max_seq_len, true);
+    constexpr const char* fn = "fa_tq_cache_new_ring";
+    return guard(fn, static_cast<fa_tq_cache*>(nullptr),
+                 [&] { return new_cache(fn, &state, true, num_layers, num_heads, max_seq_len, true); });
 }
 
 fa_tq_cache* fa_tq_cache_new_layers(const fa_tq_state* const* layer_states, int num_layers, int num_heads,
                                     int max_seq_len, bool ring) {
     constexpr const char* fn = "fa_tq_cache_new_layers";
-    if (check_not_null(fn, layer_states, "layer_states")) return nullptr;
-    return new_cache(fn, layer_states, num_layers, num_heads, max_seq_len, ring);
+    return guard(fn, static_cast<fa_tq_cache*>(nullptr), [&]() -> fa_tq_cache* {
+        if (check_not_null(fn, layer_states, "layer_states")) return nullptr;
+        return new_cache(fn, layer_states, false, num_layers, num_heads, max_seq_len, ring);
+    });
 }
 
 void fa_tq_cache_free(fa_tq_cache* cache) { delete cache; }
 
 int fa_tq_cache_clear(fa_tq_cache* cache) {
-    if (int rc = check_not_null("fa_tq_cache_clear", cache, "cache")) return rc;
-    cache->evicted = 0;
-    for (fa_tq_layer& lay : cache->layers) {
-        std::fill(lay.query_sum_sq.begin(), lay.query_sum_sq.end(), 0.0);
-        lay.query_count = 0;
-        for (bool is_key : {true, false}) {
-            fa_tq_stream& s = lay.stream(is_key);
-            s.length = 0;
-            std::fill(s.sum.begin(), s.sum.end(), 0.0);
-            std::fill(s.sum_sq.begin(), s.sum_sq.end(), 0.0);
-            s.count = 0;
-            s.first_block = s.blocks = 0;
-            s.means.clear();
-            s.smooth.clear();
+    constexpr const char* fn = "fa_tq_cache_clear";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        cache->evicted = 0;
+        for (fa_tq_layer& lay : cache->layers) {
+            std::fill(lay.query_sum_sq.begin(), lay.query_sum_sq.end(), 0.0);
+            lay.query_count = 0;
+            for (bool is_key : {true, false}) {
+                fa_tq_stream& s = lay.stream(is_key);
+                s.length = 0;
+                std::fill(s.sum.begin(), s.sum.end(), 0.0);
+                std::fill(s.sum_sq.begin(), s.sum_sq.end(), 0.0);
+                s.count = 0;
+                s.first_block = s.blocks = 0;
+                s.means.clear();
+                s.smooth.clear();
+            }
         }
-    }
-    return FA_TQ_OK;
+        return FA_TQ_OK;
+    });
 }
 
 int fa_tq_cache_seq_len(const fa_tq_cache* cache) {
-    if (check_not_null("fa_tq_cache_seq_len", cache, "cache")) return -1;
-    int n = std::numeric_limits<int>::max();
-    for (const fa_tq_layer& lay : cache->layers) n = std::min({n, lay.keys.length, lay.values.length});
-    return n;
+    constexpr const char* fn = "fa_tq_cache_seq_len";
+    return guard(fn, -1, [&]() -> int {
+        if (check_not_null(fn, cache, "cache")) return -1;
+        int n = std::numeric_limits<int>::max();
+        for (const fa_tq_layer& lay : cache->layers) n = std::min({n, lay.keys.length, lay.values.length});
+        return n;
+    });
 }
 
 int fa_tq_quantize(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* vec, bool is_key) {
     constexpr const char* fn = "fa_tq_quantize";
-    if (int rc = check_layer_state(fn, state, cache, layer)) return rc;
-    if (int rc = check_not_null(fn, vec, "vec")) return rc;
-    if (int rc = check_write_pos(fn, cache, layer, pos, is_key)) return rc;
-    thread_local EncodedToken token;
-    if (int rc = encode_token(fn, state, cache, layer, pos, vec, is_key, token)) return rc;
-    commit_token(cache, layer, pos, is_key, token, vec);
-    return FA_TQ_OK;
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_layer_state(fn, state, cache, layer)) return rc;
+        if (int rc = check_not_null(fn, vec, "vec")) return rc;
+        if (int rc = check_write_pos(fn, cache, layer, pos, is_key)) return rc;
+        thread_local EncodedToken token;
+        if (int rc = encode_token(fn, state, cache, layer, pos, vec, is_key, token)) return rc;
+        commit_token(cache, layer, pos, is_key, token, vec);
+        return FA_TQ_OK;
+    });
 }
 
 float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int layer, int start, int count,
                         bool is_key, float* out) {
     constexpr const char* fn = "fa_tq_dequantize";
-    if (check_layer_state(fn, state, cache, layer) || check_not_null(fn, out, "out")) return nullptr;
-    const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
-    const fa_tq_stream& s = lay.stream(is_key);
-    const int oldest = cache->ring ? std::max(0, s.length - cache->max_seq_len) : 0;
-    if (count < 0 || start < oldest || start > s.length - count) {
-        fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": positions [" + std::to_string(start) + ", " +
-                                            std::to_string(std::int64_t(start) + count) + ") are not within the " +
-                                            std::to_string(oldest) + ".." + std::to_string(s.length) +
-                                            " written in layer " + std::to_string(layer));
-        return nullptr;
-    }
-    const tq_bit_kernels& k = is_key ? *state->kernels->key : *state->kernels->value;
-    const int d = state->head_dim, heads = cache->num_heads;
-    for (int t = 0; t < count; ++t) {
-        const long a = start + t + cache->evicted;
-        const BlockData block = stored_block(cache, lay, s, start + t);
-        for (int h = 0; h < heads; ++h) {
-            float* o = out + (std::size_t(t) * heads + h) * d;
-            if (is_sink(lay.levers, a)) {
-                std::memcpy(o, &s.sink_vectors[(std::size_t(h) * lay.levers.sinks + std::size_t(a)) * d],
-                            sizeof(float) * d);
-                continue;
-            }
-            const std::size_t i = cache->stream_index(h) + cache->slot(start + t);
-            k.decode(state->signs.data(), &s.codes[i * s.code_bytes],
-                     lay.levers.f16_scales ? half_to_float(s.scales16[i]) : s.scales32[i], o);
-            const std::size_t at = std::size_t(h) * d;
-            if (block.smooth)
-                for (int j = 0; j < d; ++j) o[j] *= half_to_float(block.smooth[at + j]);
-            if (block.mean)
-                for (int j = 0; j < d; ++j) o[j] += half_to_float(block.mean[at + j]);
+    return guard(fn, static_cast<float*>(nullptr), [&]() -> float* {
+        if (check_layer_state(fn, state, cache, layer) || check_not_null(fn, out, "out")) return nullptr;
+        const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
+        const fa_tq_stream& s = lay.stream(is_key);
+        const int oldest = cache->ring ? std::max(0, s.length - cache->max_seq_len) : 0;
+        if (count < 0 || start < oldest || start > s.length - count) {
+            fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": positions [" + std::to_string(start) + ", " +
+                                                std::to_string(std::int64_t(start) + count) + ") are not within the " +
+                                                std::to_string(oldest) + ".." + std::to_string(s.length) +
+                                                " written in layer " + std::to_string(layer));
+            return nullptr;
         }
-    }
-    return out;
+        const tq_bit_kernels& k = is_key ? *state->kernels->key : *state->kernels->value;
+        const int d = state->head_dim, heads = cache->num_heads;
+        for (int t = 0; t < count; ++t) {
+            const long a = start + t + cache->evicted;
+            const BlockData block = stored_block(cache, lay, s, start + t);
+            for (int h = 0; h < heads; ++h) {
+                float* o = out + (std::size_t(t) * heads + h) * d;
+                if (is_sink(lay.levers, a)) {
+                    std::memcpy(o, &s.sink_vectors[(std::size_t(h) * lay.levers.sinks + std::size_t(a)) * d],
+                                sizeof(float) * d);
+                    continue;
+                }
+                const std::size_t i = cache->stream_index(h) + cache->slot(start + t);
+                k.decode(state->signs.data(), &s.codes[i * s.code_bytes],
+                         lay.levers.f16_scales ? half_to_float(s.scales16[i]) : s.scales32[i], o);
+                const std::size_t at = std::size_t(h) * d;
+                if (block.smooth)
+                    for (int j = 0; j < d; ++j) o[j] *= half_to_float(block.smooth[at + j]);
+                if (block.mean)
+                    for (int j = 0; j < d; ++j) o[j] += half_to_float(block.mean[at + j]);
+            }
+        }
+        return out;
+    });
 }
 
 int fa_tq_cache_evict(fa_tq_cache* cache, int n) {
     constexpr const char* fn = "fa_tq_cache_evict";
-    if (int rc = check_not_null(fn, cache, "cache")) return rc;
-    if (cache->ring)
-        return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache drops old positions by wrapping");
-    const int shortest = fa_tq_cache_seq_len(cache);
-    if (n < 0 || n > shortest)
-        return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": n must be in [0, " + std::to_string(shortest) +
-                                                   "] (positions held by every layer), got " + std::to_string(n));
-    for (fa_tq_layer& lay : cache->layers)
-        for (bool is_key : {true, false}) {
-            fa_tq_stream& s = lay.stream(is_key);
-            const std::size_t keep = static_cast<std::size_t>(s.length - n);
-            const std::size_t scale_bytes = lay.levers.f16_scales ? 2 : 4;
-            for (int h = 0; h < cache->num_heads; ++h) {
-                const std::size_t base = cache->stream_index(h);
-                // data() + index, not &v[index]: index may be one past the end when n == length
-                std::memmove(s.codes.data() + base * s.code_bytes, s.codes.data() + (base + n) * s.code_bytes,
-                             keep * s.code_bytes);
-                auto* scales = lay.levers.f16_scales ? static_cast<void*>(s.scales16.data())
-                                                     : static_cast<void*>(s.scales32.data());
-                std::memmove(static_cast<char*>(scales) + base * scale_bytes,
-                             static_cast<char*>(scales) + (base + n) * scale_bytes, keep * scale_bytes);
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        if (cache->ring)
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache drops old positions by wrapping");
+        const int shortest = fa_tq_cache_seq_len(cache);
+        if (n < 0 || n > shortest)
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": n must be in [0, " + std::to_string(shortest) +
+                                                       "] (positions held by every layer), got " + std::to_string(n));
+        for (fa_tq_layer& lay : cache->layers)
+            for (bool is_key : {true, false}) {
+                fa_tq_stream& s = lay.stream(is_key);
+                const std::size_t keep = static_cast<std::size_t>(s.length - n);
+                const std::size_t scale_bytes = lay.levers.f16_scales ? 2 : 4;
+                for (int h = 0; h < cache->num_heads; ++h) {
+                    const std::size_t base = cache->stream_index(h);
+                    // data() + index, not &v[index]: index may be one past the end when n == length
+                    std::memmove(s.codes.data() + base * s.code_bytes, s.codes.data() + (base + n) * s.code_bytes,
+                                 keep * s.code_bytes);
+                    auto* scales = lay.levers.f16_scales ? static_cast<void*>(s.scales16.data())
+                                                         : static_cast<void*>(s.scales32.data());
+                    std::memmove(static_cast<char*>(scales) + base * scale_bytes,
+                                 static_cast<char*>(scales) + (base + n) * scale_bytes, keep * scale_bytes);
+                }
+                s.length -= n;
             }
-            s.length -= n;
-        }
-    cache->evicted += n;
-    drop_evicted_blocks(cache);
-    return FA_TQ_OK;
+        cache->evicted += n;
+        drop_evicted_blocks(cache);
+        return FA_TQ_OK;
+    });
 }
 
 int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total) {
-    if (int rc = check_not_null("fa_tq_cache_bytes", cache, "cache")) return rc;
-    std::size_t token = 0, fixed = sizeof(fa_tq_cache);
-    for (const fa_tq_layer& lay : cache->layers) {
-        const std::size_t scale = lay.levers.f16_scales ? 2 : 4;
-        token += std::size_t(cache->num_heads) * (lay.keys.code_bytes + lay.values.code_bytes + 2 * scale);
-        fixed += sizeof(fa_tq_layer) + lay.query_sum_sq.size() * 8;
-        for (bool is_key : {true, false}) {
-            const fa_tq_stream& s = lay.stream(is_key);
-            fixed += (s.means.capacity() + s.smooth.capacity()) * 2 +
-                     (s.sum.size() + s.sum_sq.size()) * 8 + s.sink_vectors.size() * 4;  // the streams themselves are in sizeof(fa_tq_layer)
+    constexpr const char* fn = "fa_tq_cache_bytes";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        std::size_t token = 0, fixed = sizeof(fa_tq_cache);
+        for (const fa_tq_layer& lay : cache->layers) {
+            const std::size_t scale = lay.levers.f16_scales ? 2 : 4;
+            token += std::size_t(cache->num_heads) * (lay.keys.code_bytes + lay.values.code_bytes + 2 * scale);
+            fixed += sizeof(fa_tq_layer) + lay.query_sum_sq.size() * 8;
+            for (bool is_key : {true, false}) {
+                const fa_tq_stream& s = lay.stream(is_key);
+                fixed += (s.means.capacity() + s.smooth.capacity()) * 2 +
+                         (s.sum.size() + s.sum_sq.size()) * 8 + s.sink_vectors.size() * 4;  // the streams themselves are in sizeof(fa_tq_layer)
+            }
         }
-    }
-    if (per_token) *per_token = token;
-    if (total) *total = fixed + token * cache->max_seq_len;
-    return FA_TQ_OK;
+        if (per_token) *per_token = token;
+        if (total) *total = fixed + token * cache->max_seq_len;
+        return FA_TQ_OK;
+    });
 }
 
 double fa_tq_cache_bytes_per_token_all_in(const fa_tq_cache* cache) {
-    size_t token = 0;
-    if (fa_tq_cache_bytes(cache, &token, nullptr) != FA_TQ_OK) return -1;
-    double blocks = 0;  // head_dim halves per block for each mean and each set of channel scales, amortized
-    for (const fa_tq_layer& lay : cache->layers)
-        blocks += double(cache->num_heads) *
-                  (lay.keys.centered + lay.keys.smoothed + lay.values.centered + lay.values.smoothed) * lay.head_dim *
-                  2.0 / lay.levers.center_block;
-    return double(token) + blocks;
+    constexpr const char* fn = "fa_tq_cache_bytes_per_token_all_in";
+    return guard(fn, -1.0, [&]() -> double {
+        size_t token = 0;
+        if (fa_tq_cache_bytes(cache, &token, nullptr) != FA_TQ_OK) return -1;
+        double blocks = 0;  // head_dim halves per block for each mean and each set of channel scales, amortized
+        for (const fa_tq_layer& lay : cache->layers)
+            blocks += double(cache->num_heads) *
+                      (lay.keys.centered + lay.keys.smoothed + lay.values.centered + lay.values.smoothed) * lay.head_dim *
+                      2.0 / lay.levers.center_block;
+        return double(token) + blocks;
+    });
 }
 
 }  // extern "C"

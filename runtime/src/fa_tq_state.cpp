@@ -3,6 +3,7 @@
 #include "last_error.hpp"
 #include "turboquant/registry.h"
 
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -16,6 +17,16 @@ constexpr int kDefaultSinks = 1;
 constexpr fa_tq_smooth kDefaultSmooth = FA_TQ_SMOOTH_KEYS;
 constexpr int kMaxSinks = 64, kMaxCenterBlock = 65536;
 
+// The int a C caller stored in an enum field, read as bytes: a value outside the
+// enumerators, loaded through the C++ enum type, would be undefined behaviour.
+template <class Enum>
+int raw(const Enum& e) {
+    static_assert(sizeof(Enum) == sizeof(int));
+    int v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
+}
+
 // The levers of a config, defaults filled in; false (with a message) if a field is invalid.
 bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
     using tq::detail::fail;
@@ -23,17 +34,17 @@ bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
         fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config." + what);
         return false;
     };
-    switch (c.scale_format) {
+    switch (raw(c.scale_format)) {
         case FA_TQ_SCALE_FORMAT_DEFAULT:
         case FA_TQ_SCALE_FORMAT_F16: out.f16_scales = true; break;
         case FA_TQ_SCALE_FORMAT_F32: out.f16_scales = false; break;
         default:
-            return bad("scale_format " + std::to_string(int(c.scale_format)) +
+            return bad("scale_format " + std::to_string(raw(c.scale_format)) +
                        " is not an fa_tq_scale_format (0 default, 1 half, 2 float)");
     }
-    const int center = c.center == FA_TQ_CENTER_DEFAULT ? kDefaultCenter : int(c.center);
+    const int center = raw(c.center) == FA_TQ_CENTER_DEFAULT ? kDefaultCenter : raw(c.center);
     if (center < FA_TQ_CENTER_NONE || center > FA_TQ_CENTER_BOTH)
-        return bad("center " + std::to_string(int(c.center)) +
+        return bad("center " + std::to_string(raw(c.center)) +
                    " is not an fa_tq_center (0 default, 1 none, 2 keys, 3 values, 4 both)");
     out.center_keys = center == FA_TQ_CENTER_KEYS || center == FA_TQ_CENTER_BOTH;
     out.center_values = center == FA_TQ_CENTER_VALUES || center == FA_TQ_CENTER_BOTH;
@@ -44,9 +55,9 @@ bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
     if (sinks != FA_TQ_NO_SINKS && (sinks < 1 || sinks > kMaxSinks))
         return bad("sinks " + std::to_string(c.sinks) + " is not 0 (default), -1 (none) or in [1, 64]");
     out.sinks = sinks == FA_TQ_NO_SINKS ? 0 : sinks;
-    const int smooth = c.smooth == FA_TQ_SMOOTH_DEFAULT ? kDefaultSmooth : int(c.smooth);
+    const int smooth = raw(c.smooth) == FA_TQ_SMOOTH_DEFAULT ? kDefaultSmooth : raw(c.smooth);
     if (smooth != FA_TQ_SMOOTH_NONE && smooth != FA_TQ_SMOOTH_KEYS)
-        return bad("smooth " + std::to_string(int(c.smooth)) + " is not an fa_tq_smooth (0 default, 1 none, 2 keys)");
+        return bad("smooth " + std::to_string(raw(c.smooth)) + " is not an fa_tq_smooth (0 default, 1 none, 2 keys)");
     out.smooth_keys = smooth == FA_TQ_SMOOTH_KEYS;
     return true;
 }
@@ -61,33 +72,31 @@ fa_tq_config fa_tq_config_default(void) {
 
 fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
     using tq::detail::fail;
-    int scale_kind = kDefaultScaleKind;
-    switch (config.scale) {
-        case FA_TQ_SCALE_DEFAULT: break;
-        case FA_TQ_SCALE_NORM: scale_kind = TQ_SCALE_NORM; break;
-        case FA_TQ_SCALE_LEAST_SQUARES: scale_kind = TQ_SCALE_LEAST_SQUARES; break;
-        default:
-            fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.scale " + std::to_string(int(config.scale)) +
-                                                " is not an fa_tq_scale (0 default, 1 norm, 2 least squares)");
+    constexpr const char* fn = "fa_tq_init";
+    return tq::detail::guard(fn, static_cast<fa_tq_state*>(nullptr), [&]() -> fa_tq_state* {
+        int scale_kind = kDefaultScaleKind;
+        switch (raw(config.scale)) {
+            case FA_TQ_SCALE_DEFAULT: break;
+            case FA_TQ_SCALE_NORM: scale_kind = TQ_SCALE_NORM; break;
+            case FA_TQ_SCALE_LEAST_SQUARES: scale_kind = TQ_SCALE_LEAST_SQUARES; break;
+            default:
+                fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.scale " + std::to_string(raw(config.scale)) +
+                                                    " is not an fa_tq_scale (0 default, 1 norm, 2 least squares)");
+                return nullptr;
+        }
+        fa_tq_levers levers{};
+        if (!resolve_levers(config, levers)) return nullptr;
+        const tq_kernels* kernels = nullptr;
+        if (tq_find(head_dim, config.key_bits, config.value_bits, &kernels) != TQ_OK) {
+            fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: ") + tq_last_error());
             return nullptr;
-    }
-    fa_tq_levers levers{};
-    if (!resolve_levers(config, levers)) return nullptr;
-    const tq_kernels* kernels = nullptr;
-    if (tq_find(head_dim, config.key_bits, config.value_bits, &kernels) != TQ_OK) {
-        fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: ") + tq_last_error());
-        return nullptr;
-    }
-    try {
+        }
         auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,
                                       seed, levers, kernels,
                                       std::vector<float>(head_dim)};
         tq_rotation_signs(head_dim, seed, state->signs.data());
         return state;
-    } catch (const std::bad_alloc&) {
-        fail(TQ_ERROR_OUT_OF_MEMORY, "fa_tq_init: out of memory");
-        return nullptr;
-    }
+    });
 }
 
 void fa_tq_free(fa_tq_state* state) { delete state; }

@@ -192,25 +192,33 @@ std::vector<float> rotation_signs(int head_dim, std::uint64_t seed) {
 
 }  // namespace tq
 
+using tq::detail::guard;
+
 extern "C" {
 
 int tq_find(int head_dim, float key_bits, float value_bits, const tq_kernels** out) {
-    if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find: out is NULL");
-    const tq_kernels* t = tq::lookup(tq::registry(), head_dim, key_bits, value_bits);
-    if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
-    *out = t;
-    return TQ_OK;
+    constexpr const char* fn = "tq_find";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find: out is NULL");
+        const tq_kernels* t = tq::lookup(tq::registry(), head_dim, key_bits, value_bits);
+        if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
+        *out = t;
+        return TQ_OK;
+    });
 }
 
 int tq_find_isa(const char* isa, int head_dim, float key_bits, float value_bits, const tq_kernels** out) {
-    if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find_isa: out is NULL");
-    if (!tq_isa_available(isa))
-        return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_find_isa: ISA '") + (isa ? isa : "(null)") +
-                                                          "' is not in this build or not run by this CPU");
-    const tq_kernels* t = tq::lookup(tq::registry_of(tq::isa_index(isa)), head_dim, key_bits, value_bits);
-    if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
-    *out = t;
-    return TQ_OK;
+    constexpr const char* fn = "tq_find_isa";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find_isa: out is NULL");
+        if (!tq_isa_available(isa))
+            return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_find_isa: ISA '") + (isa ? isa : "(null)") +
+                                                              "' is not in this build or not run by this CPU");
+        const tq_kernels* t = tq::lookup(tq::registry_of(tq::isa_index(isa)), head_dim, key_bits, value_bits);
+        if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
+        *out = t;
+        return TQ_OK;
+    });
 }
 
 int tq_isa_available(const char* isa) { return tq::usable(tq::isa_index(isa)) ? 1 : 0; }
@@ -223,39 +231,50 @@ int tq_isa_compiled(const char* isa) {
 const char* tq_active_isa(void) { return tq::kIsaPreference[tq::active_index().load()]; }
 
 int tq_set_isa(const char* isa) {
-    if (!isa) {
-        tq::active_index() = tq::best_usable();
+    constexpr const char* fn = "tq_set_isa";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (!isa) {
+            tq::active_index() = tq::best_usable();
+            return TQ_OK;
+        }
+        if (!tq_isa_available(isa))
+            return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_set_isa: ISA '") + isa +
+                                                              "' is not in this build or not run by this CPU");
+        tq::active_index() = tq::isa_index(isa);
         return TQ_OK;
-    }
-    if (!tq_isa_available(isa))
-        return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_set_isa: ISA '") + isa +
-                                                          "' is not in this build or not run by this CPU");
-    tq::active_index() = tq::isa_index(isa);
-    return TQ_OK;
+    });
 }
 
 int tq_rotation_signs(int head_dim, uint64_t seed, float* signs) {
-    if (!signs) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_rotation_signs: signs is NULL");
-    if (!tq::has_head_dim(head_dim))
-        return tq::detail::fail(TQ_ERROR_UNSUPPORTED, "tq_rotation_signs: head_dim " + std::to_string(head_dim) +
-                                                          " is not in this build (" +
-                                                          tq::join(tq::registry().head_dims) + ")");
-    const float magnitude = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-    std::uint64_t state = seed;
-    for (int i = 0; i < head_dim; ++i) signs[i] = (tq::splitmix64(state) >> 63) ? -magnitude : magnitude;
-    return TQ_OK;
+    constexpr const char* fn = "tq_rotation_signs";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (!signs) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_rotation_signs: signs is NULL");
+        if (!tq::has_head_dim(head_dim))
+            return tq::detail::fail(TQ_ERROR_UNSUPPORTED, "tq_rotation_signs: head_dim " + std::to_string(head_dim) +
+                                                              " is not in this build (" +
+                                                              tq::join(tq::registry().head_dims) + ")");
+        const float magnitude = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+        std::uint64_t state = seed;
+        for (int i = 0; i < head_dim; ++i) signs[i] = (tq::splitmix64(state) >> 63) ? -magnitude : magnitude;
+        return TQ_OK;
+    });
 }
 
-size_t tq_variant_count(void) { return tq::registry().variants.size(); }
+size_t tq_variant_count(void) {
+    return guard("tq_variant_count", size_t{0}, [] { return tq::registry().variants.size(); });
+}
 
 const tq_bit_kernels* tq_variant(size_t index) {
-    const auto& v = tq::registry().variants;
-    if (index >= v.size()) {
-        tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_variant: index " + std::to_string(index) + " >= " +
-                                                        std::to_string(v.size()));
-        return nullptr;
-    }
-    return &v[index];
+    constexpr const char* fn = "tq_variant";
+    return guard(fn, static_cast<const tq_bit_kernels*>(nullptr), [&]() -> const tq_bit_kernels* {
+        const auto& v = tq::registry().variants;
+        if (index >= v.size()) {
+            tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_variant: index " + std::to_string(index) + " >= " +
+                                                            std::to_string(v.size()));
+            return nullptr;
+        }
+        return &v[index];
+    });
 }
 
 }  // extern "C"

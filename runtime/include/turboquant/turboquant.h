@@ -145,7 +145,12 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
  * over positions 0..pos (ring: the last max_seq_len), and write
  * out[n_q_heads * head_dim].  softmax_scale 0 means 1/sqrt(head_dim).  Fused:
  * scores and the weighted value sum run on the packed cache in the rotated
- * domain; nothing of the history is decoded. */
+ * domain; nothing of the history is decoded.
+ * FA_TQ_OK means every out value is finite: a call whose scores could leave
+ * the float range is refused (TQ_ERROR_RANGE, nothing written): a query head
+ * whose norm, times the key smoothing scales, exceeds TQ_MAX_NORM(head_dim);
+ * softmax_scale x |q| above 1e37; or softmax_scale x |q| x |k| above 1e37 for
+ * any key k in view. */
 int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
                     int n_q_heads, const float* k, const float* v, float softmax_scale, float* out);
 

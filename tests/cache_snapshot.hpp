@@ -1,0 +1,41 @@
+// A cache's contents, to check that a failed call changed nothing.
+#pragma once
+
+#include "fa_tq_internal.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace tq::test {
+
+// Everything a call could change.
+struct StreamState {
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales32, sinks;
+    std::vector<std::uint16_t> scales16, means, smooth;
+    std::vector<double> sum, sum_sq;
+    long length, count, first_block, blocks;
+    explicit StreamState(const fa_tq_stream& s)
+        : codes(s.codes), scales32(s.scales32), sinks(s.sink_vectors), scales16(s.scales16), means(s.means),
+          smooth(s.smooth), sum(s.sum), sum_sq(s.sum_sq), length(s.length), count(s.count),
+          first_block(s.first_block), blocks(s.blocks) {}
+    bool operator==(const StreamState&) const = default;
+};
+
+struct Snapshot {
+    std::vector<StreamState> streams;
+    std::vector<std::vector<double>> query_sum_sq;  // per layer, what smoothing learned of the queries
+    std::vector<long> query_count;
+    long evicted;
+    explicit Snapshot(const fa_tq_cache* c) : evicted(c->evicted) {
+        for (const fa_tq_layer& l : c->layers) {
+            streams.emplace_back(l.keys);
+            streams.emplace_back(l.values);
+            query_sum_sq.push_back(l.query_sum_sq);
+            query_count.push_back(l.query_count);
+        }
+    }
+    bool operator==(const Snapshot&) const = default;
+};
+
+}  // namespace tq::test
