@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import struct
 import subprocess
@@ -82,6 +83,30 @@ def check_eval(tq: str, head_dim: int, bits: float, tmp: str) -> None:
     expect_error(base + [path("v16"), "--k-bits", "4", "--v-bits", "3.3"], "steps of 1/8")
 
 
+def check_isa_cap(tq: str) -> None:
+    """TQ_MAX_ISA: no ISA above the cap runs here or is picked; an invalid cap is refused."""
+    order = ["avx512", "avx2", "scalar"]
+
+    def tq_list(cap: str | None, *flags: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "TQ_MAX_ISA"}
+        return subprocess.run([tq, "list", *flags], capture_output=True, text=True, timeout=120,
+                              env=env if cap is None else {**env, "TQ_MAX_ISA": cap})
+
+    runs = {i["name"]: i["runs_here"] for i in json.loads(tq_list(None, "--json").stdout)["isas"]}
+    for cap in ("scalar", "avx2"):
+        listing = json.loads(tq_list(cap, "--json").stdout)
+        got = {i["name"]: i["runs_here"] for i in listing["isas"]}
+        want = {isa: runs[isa] and order.index(isa) >= order.index(cap) for isa in order}
+        if got != want or listing["max_isa"] != cap or order.index(listing["picked_isa"]) < order.index(cap):
+            failures.append(f"TQ_MAX_ISA={cap} tq list --json: runs_here {got}, picked {listing['picked_isa']}, "
+                            f"max_isa {listing['max_isa']}; want runs_here {want}")
+    if runs["avx2"] and "avx2 (compiled, not run here)" not in tq_list("scalar").stdout:
+        failures.append("TQ_MAX_ISA=scalar tq list: avx2 not shown as compiled, not run here")
+    r = tq_list("avx3")
+    if r.returncode == 0 or "TQ_MAX_ISA=avx3 is not an ISA (known: avx512, avx2, scalar)" not in r.stderr:
+        failures.append(f"TQ_MAX_ISA=avx3 tq list: expected a refusal, got rc={r.returncode} '{r.stderr.strip()}'")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tq-codebook", required=True)
@@ -130,7 +155,8 @@ def main() -> int:
     expect_error([a.tq, "show"], "which kernel?")
     expect_error([a.tq, "show", "tq_nothing"], "is not a kernel name")
     expect_error([a.tq, "show", "tq_score_d72_b3__avx512"], "not compiled into this build")
-    score = next(k for k in kernels if k["kernel"] == "score")
+    runs_here = {i["name"] for i in listing["isas"] if i["runs_here"]}
+    score = next(k for k in kernels if k["kernel"] == "score" and k["isa"] in runs_here)
     r = run([a.tq, "bench", score["name"], "--seconds", "0.001", "--json"])
     try:
         rows = json.loads(r.stdout)
@@ -142,6 +168,10 @@ def main() -> int:
     expect_error([a.tq, "bench", "--seconds", "0"], "--seconds must be in (0, 10]")
     expect_error([a.tq, "bench", "--isa", "neon"], "is not in this build or does not run here")
     expect_error([a.tq, "bench", "tq_score_d72_b3__scalar"], "not compiled into this build")
+    not_here = next((k for k in kernels if k["kernel"] == "score" and k["isa"] not in runs_here), None)
+    if not_here:  # compiled, but this CPU (or TQ_MAX_ISA) does not run it
+        expect_error([a.tq, "bench", not_here["name"]], "does not run here")
+    check_isa_cap(a.tq)
     with tempfile.TemporaryDirectory() as tmp:
         first = next(k for k in kernels if k["bits"] is not None)
         check_eval(a.tq, first["head_dim"], first["bits"], tmp)

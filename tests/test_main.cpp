@@ -1,6 +1,8 @@
 // The test runner: doctest, plus `--tq-isa=NAME` to run every test on one ISA's
 // kernels.  CTest registers the suite once per ISA; on a CPU (or build) without
-// that ISA the run exits 77, which CTest reports as skipped.
+// that ISA the run exits 77, which CTest reports as skipped.  TQ_MAX_ISA (the
+// environment) makes the CPU count as lacking every ISA above it; an invalid
+// value fails the run rather than testing uncapped.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -49,8 +51,13 @@ int main(int argc, char** argv) {
         listing = listing || std::strncmp(argv[i], "--list", 6) == 0;
         args.push_back(argv[i]);
     }
+    const char* cap = tq_max_isa();
+    if (!listing && !cap) {
+        std::printf("error: %s\n", tq_last_error());
+        return 1;
+    }
     if (isa && !listing && tq_set_isa(isa) != TQ_OK) {
-        std::printf("skipped: %s\n", tq_last_error());
+        std::printf("skipped: %s (ISAs up to %s count as run here)\n", tq_last_error(), cap);
         return kSkipped;
     }
     doctest::Context context(int(args.size()), args.data());

@@ -17,14 +17,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: tq list [--json]\n"
     "  Lists every kernel compiled into this build (name, kernel, head dim, bits, ISA) and marks\n"
-    "  the ISA the registry picks on this CPU (TQ_ISA=scalar|avx2|avx512 overrides it).\n";
+    "  the ISA the registry picks on this CPU (TQ_ISA=scalar|avx2|avx512 overrides it;\n"
+    "  TQ_MAX_ISA=scalar|avx2 makes every ISA above it count as not run here).\n";
 constexpr const char* kIsas[] = {"avx512", "avx2", "scalar"};
 
 }  // namespace
 
 int list(int argc, char** argv) {
     const Args args("list", kUsage, argc, argv, {}, {"--json"});
-    const std::string picked = tq_active_isa();
+    const std::string picked = tq_active_isa(), cap = tq_max_isa();
     std::set<int> dims;
     for (const auto& v : variants()) dims.insert(v.head_dim);
 
@@ -40,7 +41,8 @@ int list(int argc, char** argv) {
     }
 
     if (args.flag("--json")) {
-        std::printf("{\n  \"picked_isa\": %s,\n  \"isas\": [", json_string(picked).c_str());
+        std::printf("{\n  \"picked_isa\": %s,\n  \"max_isa\": %s,\n  \"isas\": [", json_string(picked).c_str(),
+                    json_string(cap).c_str());
         bool first = true;
         for (const char* isa : kIsas) {
             std::printf("%s\n    {\"name\": %s, \"compiled\": %s, \"runs_here\": %s}", first ? "" : ",",
@@ -67,7 +69,8 @@ int list(int argc, char** argv) {
     std::printf("ISAs:");
     for (const char* isa : kIsas)
         std::printf("  %s (%s%s)", isa, tq_isa_compiled(isa) ? "compiled" : "not compiled",
-                    tq_isa_compiled(isa) ? (tq_isa_available(isa) ? ", runs here" : ", not run by this CPU") : "");
+                    tq_isa_compiled(isa) ? (tq_isa_available(isa) ? ", runs here" : ", not run here") : "");
+    if (cap != kIsas[0]) std::printf("\nTQ_MAX_ISA=%s: no ISA above it counts as run here", cap.c_str());
     std::printf("\npicked on this CPU: %s (marked *)\n\n%-34s %-10s %8s %5s %-7s\n", picked.c_str(), "name",
                 "kernel", "head_dim", "bits", "isa");
     for (const auto& k : kernels) {

@@ -1,6 +1,8 @@
 // tq: the TurboQuant command-line tool.
 #include "commands.hpp"
 
+#include "turboquant/registry.h"
+
 #include <cstdio>
 #include <cstring>
 
@@ -21,6 +23,10 @@ int main(int argc, char** argv) {
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         std::fputs(kUsage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (!tq_max_isa()) {  // an invalid TQ_MAX_ISA: refuse rather than run uncapped
+        std::fprintf(stderr, "tq: %s\n", tq_last_error());
+        return 2;
     }
     if (!std::strcmp(argv[1], "demo")) return tq::cli::demo(argc - 1, argv + 1);
     if (!std::strcmp(argv[1], "list")) return tq::cli::list(argc - 1, argv + 1);

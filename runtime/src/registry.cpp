@@ -29,8 +29,25 @@ int isa_index(const char* isa) {
     return -1;
 }
 
-// Whether this CPU (and OS) runs the ISA's instructions.
+constexpr const char* kKnownIsas = "known: avx512, avx2, scalar";
+
+// The cap on the ISAs that count as run by this CPU, as an index into
+// kIsaPreference: 0 no cap, kIsaCount - 1 scalar only, -1 an invalid TQ_MAX_ISA
+// (no cap, and tq_max_isa reports it).  Read from TQ_MAX_ISA at first use.
+std::atomic<int>& cap_index() {
+    static std::atomic<int> index = [] {
+        const char* cap = std::getenv("TQ_MAX_ISA");
+        if (!cap || !*cap) return 0;
+        if (isa_index(cap) >= 0) return isa_index(cap);
+        std::fprintf(stderr, "turboquant: TQ_MAX_ISA=%s is not an ISA (%s); not capping\n", cap, kKnownIsas);
+        return -1;
+    }();
+    return index;
+}
+
+// Whether this CPU (and OS) runs the ISA's instructions, as capped by TQ_MAX_ISA.
 bool cpu_runs(int index) {
+    if (index < cap_index().load()) return false;
     const std::string_view isa = kIsaPreference[index];
     if (isa == "scalar") return true;
 #if defined(__x86_64__) || defined(__i386__)
@@ -243,6 +260,27 @@ int tq_set_isa(const char* isa) {
         tq::active_index() = tq::isa_index(isa);
         return TQ_OK;
     });
+}
+
+int tq_set_max_isa(const char* isa) {
+    const int cap = isa ? tq::isa_index(isa) : 0;
+    if (cap < 0)
+        return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, std::string("tq_set_max_isa: '") + isa +
+                                                               "' is not an ISA (" + tq::kKnownIsas + ")");
+    tq::cap_index() = cap;
+    if (!tq::usable(tq::active_index().load())) tq::active_index() = tq::best_usable();
+    return TQ_OK;
+}
+
+const char* tq_max_isa(void) {
+    const int cap = tq::cap_index().load();
+    if (cap < 0) {
+        const char* env = std::getenv("TQ_MAX_ISA");
+        tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, std::string("TQ_MAX_ISA=") + (env ? env : "") +
+                                                        " is not an ISA (" + tq::kKnownIsas + ")");
+        return nullptr;
+    }
+    return tq::kIsaPreference[cap];
 }
 
 int tq_rotation_signs(int head_dim, uint64_t seed, float* signs) {

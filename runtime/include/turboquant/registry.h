@@ -26,7 +26,17 @@ const char* tq_active_isa(void);
 /* Forces the ISA for later tq_find calls (tables already handed out stay valid);
  * NULL returns to the best.  TQ_ERROR_UNSUPPORTED if not built or not runnable. */
 int tq_set_isa(const char* isa);
-/* 1 if `isa` is in this build and runs on this CPU, else 0. */
+/* Makes the library behave as if this CPU ran no ISA above `isa` ("avx2": no
+ * AVX-512; "scalar": no SIMD), for tests (like Highway's
+ * SetSupportedTargetsForTest); NULL lifts the cap.  At first use the cap is the
+ * environment's TQ_MAX_ISA, if set.  If the active ISA is above the new cap, the
+ * best one under it becomes active.  TQ_ERROR_INVALID_ARGUMENT for a name that
+ * is no ISA. */
+int tq_set_max_isa(const char* isa);
+/* The cap: "avx512" (none), "avx2" or "scalar"; NULL if TQ_MAX_ISA holds no ISA's
+ * name (then nothing is capped; the message says what it holds). */
+const char* tq_max_isa(void);
+/* 1 if `isa` is in this build and runs on this CPU (within the cap), else 0. */
 int tq_isa_available(const char* isa);
 /* 1 if `isa`'s kernels are in this build (whether or not this CPU runs them), else 0. */
 int tq_isa_compiled(const char* isa);
