@@ -80,7 +80,8 @@ def passkey_prompt(words: int, depth: float, key: int) -> str:
 
 
 def passkey(a) -> None:
-    sizes = {"1k": 720, "2k": 1440, "4k": 2880}  # filler words: about 1k, 2k and 4k tokens with the rest
+    words = {"1k": 720, "2k": 1440, "4k": 2880}  # filler words: about 1k, 2k and 4k tokens with the rest
+    sizes = {size: words[size] for size in a.sizes}
     cases = [(size, depth, key) for size in sizes for depth, key in zip((0.25, 0.75), PASSKEYS)]
     print("| KV cache | " + " | ".join(f"{s} @{int(d * 100)}%" for s, d, _ in cases) + " | retrieved |")
     print("|---|" + "---|" * (len(cases) + 1))
@@ -90,7 +91,7 @@ def passkey(a) -> None:
             path = Path(tmp) / f"{size}-{depth}.txt"
             path.write_text(passkey_prompt(sizes[size], depth, key))
             files.append(str(path))
-        for config in ["fp32", *a.configs]:
+        for config in ["fp32", *a.configs] if a.fp32 else a.configs:
             hits = []
             for (size, depth, key), path in zip(cases, files):
                 _, out = generate(a, config, 12, prompt_file=path)
@@ -125,6 +126,8 @@ def main() -> int:
     ap.add_argument("--configs", type=lambda v: v.split(","), default=CONFIGS,
                     help="caches to compare with FP32: TurboQuant K/V (the library's default levers) or ggml types")
     ap.add_argument("--only", choices=["greedy", "passkey", "speed"])
+    ap.add_argument("--sizes", type=lambda v: v.split(","), default=["1k", "2k", "4k"], help="passkey prompt sizes")
+    ap.add_argument("--no-fp32", dest="fp32", action="store_false", help="passkey: leave out the FP32 row")
     a = ap.parse_args()
     for name, table in (("greedy", greedy), ("passkey", passkey), ("speed", speed)):
         if a.only in (None, name):
