@@ -68,7 +68,8 @@ TEST_CASE("contract: cache shapes beyond any allocation are refused at once with
     REQUIRE(one);
     REQUIRE(fa_tq_cache_bytes(one, &per_slot, nullptr) == FA_TQ_OK);
     fa_tq_cache_free(one);
-    // 2^30 heads x this many positions: 1.5 x 2^63 bytes, within size_t, beyond vector::max_size()
+    // 2^30 heads x this many positions: 1.5 x 2^63 bytes, within size_t, beyond vector::max_size();
+    // the issue's shape: 2^30 x 83886080 positions of at least 16 bytes, 2^60 bytes or more
     const int seq = int((std::size_t(3) << 32) / per_slot);
     const fa_tq_state* layers[] = {s, s};
     const struct {

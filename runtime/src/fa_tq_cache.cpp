@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <new>
@@ -89,12 +90,17 @@ fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, bool un
             return nullptr;
         }
     }
-    // No allocation (nor vector) can exceed PTRDIFF_MAX bytes.
-    if (bytes > std::size_t(std::numeric_limits<std::ptrdiff_t>::max())) {
+    // No machine addresses more: 2^57 bytes is x86-64's and aarch64's largest virtual
+    // address space (5-level paging); PTRDIFF_MAX bounds any allocation on 32-bit ones.
+    // Refusing here, rather than failing to allocate, keeps a huge request from reaching
+    // allocators that reserve address space lazily and fail only when it is touched.
+    constexpr std::uint64_t kMaxBytes = sizeof(void*) >= 8 ? std::uint64_t(1) << 57
+                                                           : std::uint64_t(std::numeric_limits<std::ptrdiff_t>::max());
+    if (bytes > kMaxBytes) {
         fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(num_layers) + " layers x " +
                                             std::to_string(num_heads) + " heads x " + std::to_string(max_seq_len) +
                                             " positions need " + std::to_string(bytes) +
-                                            " bytes, beyond any allocation (PTRDIFF_MAX)");
+                                            " bytes, beyond any machine's address space");
         return nullptr;
     }
     try {
