@@ -28,11 +28,11 @@ def expect_error(cmd: list[str], needle: str) -> None:
         failures.append(f"{' '.join(cmd)}: expected failure mentioning '{needle}', got rc={r.returncode} '{first}'")
 
 
-def expect_one_line_error(cmd: list[str], needle: str) -> None:
-    """A failure whose whole message is one printable line of bounded length."""
+def expect_one_line_error(cmd: list[str], needle: str, max_length: int = 400) -> None:
+    """A failure whose whole message is one printable line of at most max_length characters."""
     r = run(cmd)
     lines = r.stderr.splitlines()
-    if r.returncode == 0 or len(lines) != 1 or needle not in lines[0] or len(lines[0]) > 400 or not lines[0].isprintable():
+    if r.returncode == 0 or len(lines) != 1 or needle not in lines[0] or len(lines[0]) > max_length or not lines[0].isprintable():
         failures.append(f"{' '.join(cmd)}: expected one printable line mentioning '{needle}', got rc={r.returncode} {r.stderr[:200]!r}")
 
 
@@ -68,11 +68,14 @@ def check_eval(tq: str, head_dim: int, bits: float, tmp: str) -> None:
     save_npy(path("short"), (tokens - 1, heads, head_dim), values[: (tokens - 1) * heads * head_dim])
     save_npy(path("nan"), (tokens, heads, head_dim), [float("nan")] + values[1:])
     save_npy(path("hostile"), (tokens, heads, head_dim), values, "x\ny\0" + "z" * 9000)  # newline, NUL, 9k characters
+    save_npy(path("nuls"), (tokens, heads, head_dim), values, "\0" * 64)  # every byte escaped: 4 characters each
     with open(path("text"), "w") as f:
         f.write("not numpy")
     base = [tq, "eval", "--keys", path("k"), "--values"]
     expect_error(base + [path("f8")], "dtype '<f8'")
     expect_one_line_error(base + [path("hostile")], "dtype 'x\\x0Ay\\x00zzzz")
+    # the dtype shows as at most 40 characters of output, however many bytes it escapes
+    expect_one_line_error(base + [path("nuls")], "dtype '\\x00\\x00", len(path("nuls")) + 140)
     expect_error(base + [path("cut")], "(truncated)")
     expect_error(base + [path("flat")], "shape must be [tokens, heads, head_dim]")
     expect_error(base + [path("short")], "keys and values differ in shape")

@@ -22,19 +22,17 @@ float half_to_float(std::uint16_t h) {
 }
 
 // Text from the file as a message shows it: one line, printable ASCII (others as
-// \xNN), at most 40 characters.
+// \xNN), at most 40 characters of output however many bytes it escapes.
 std::string shown(const std::string& text) {
+    constexpr std::size_t limit = 40;
     std::string out;
-    for (unsigned char c : text.substr(0, 40)) {
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02X", c);
-            out += hex;
-        }
+    for (unsigned char c : text) {
+        char piece[8] = {static_cast<char>(c), 0};
+        if (c < 0x20 || c >= 0x7f || c == '\\') std::snprintf(piece, sizeof piece, "\\x%02X", c);
+        if (out.size() + std::strlen(piece) > limit) return out + "...";
+        out += piece;
     }
-    return text.size() > 40 ? out + "..." : out;
+    return out;
 }
 
 // Where the value of 'key' starts in the header's dict (after the colon and any

@@ -136,17 +136,15 @@ std::vector<T> read_array(const std::vector<std::uint8_t>& bytes, const std::str
 }  // namespace
 
 std::string shown(const std::string& text) {
+    constexpr std::size_t limit = 64;
     std::string out;
-    for (unsigned char ch : text.substr(0, 64)) {
-        if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
-            out += static_cast<char>(ch);
-        } else {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02X", ch);
-            out += hex;
-        }
+    for (unsigned char ch : text) {
+        char piece[8] = {static_cast<char>(ch), 0};
+        if (ch < 0x20 || ch >= 0x7f || ch == '\\') std::snprintf(piece, sizeof piece, "\\x%02X", ch);
+        if (out.size() + std::strlen(piece) > limit) return out + "...";
+        out += piece;
     }
-    return text.size() > 64 ? out + "..." : out;
+    return out;
 }
 
 std::uint64_t block_elements(std::uint32_t type) {
