@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+from make_hostile_gguf import HOSTILE, u8_array_gguf  # noqa: E402  (the crafted GGUF files)
 GPL3 = Path("/usr/share/common-licenses/GPL-3")  # Debian's base-files; the fixture's text
 failures: list[str] = []
 
@@ -52,29 +54,6 @@ def load_npy(path: Path) -> list:
     return data.tolist()
 
 
-def gguf(values: list[bytes], tensors: list[bytes] = (), data: bytes = b"") -> bytes:
-    """A GGUF v3 file: metadata entries and tensor infos as made by gguf_kv / gguf_tensor."""
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(values)) + b"".join(values) + b"".join(tensors)
-    return head + b"\0" * (-len(head) % 32) + data
-
-
-def gguf_str(s: bytes) -> bytes:
-    return struct.pack("<Q", len(s)) + s
-
-
-def gguf_kv(key: str, type_: int, value: bytes) -> bytes:
-    """One metadata entry; type_: 4 u32, 8 string, 9 array (value starts with the item type and count)."""
-    return gguf_str(key.encode()) + struct.pack("<I", type_) + value
-
-
-def gguf_strings(items: list[bytes]) -> bytes:
-    return struct.pack("<IQ", 8, len(items)) + b"".join(gguf_str(i) for i in items)
-
-
-def gguf_tensor(name: bytes, shape: list[int], type_: int, offset: int) -> bytes:
-    return gguf_str(name) + struct.pack("<I", len(shape)) + struct.pack(f"<{len(shape)}Q", *shape) + struct.pack("<IQ", type_, offset)
-
-
 def peak_rss_mb(cmd: list) -> float:
     """The peak resident memory of cmd, in MB (its own process tree, measured by a fresh Python)."""
     probe = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); " \
@@ -83,40 +62,28 @@ def peak_rss_mb(cmd: list) -> float:
 
 
 def check_hostile_files(tq_llama: str, tmp: Path, text: Path) -> None:
-    """Crafted GGUF files (issue 13): a clear line, no out-of-bounds read, no memory blow-up."""
-    tokenize = lambda name: [tq_llama, "tokenize", "--model", tmp / name, "--text", text]
-    # 80 bytes: an f32 tensor of 32 elements at an offset near 2^64, where data + offset + size wraps
-    (tmp / "wrap.gguf").write_bytes(gguf([], [gguf_tensor(b"x", [32], 0, 2**64 - 64 - 128 + 16)], b"\0" * 16))
-    expect_error(tokenize("wrap.gguf"), "x: data past the end", 1)
-    # a tensor name with a newline and 10k characters: one printable line of bounded length
-    (tmp / "name.gguf").write_bytes(gguf([], [gguf_tensor(b"a\nb" + b"c" * 10000, [32], 0, 1 << 60)]))
-    expect_error(tokenize("name.gguf"), "a\\x0Abccc", 1)
-    r = run(tokenize("name.gguf"))
+    """Crafted GGUF files (issue 13; tests/fixtures/make_hostile_gguf.py says what each is):
+    a clear line, no out-of-bounds read, no memory blow-up."""
+    tokenize = lambda path: [tq_llama, "tokenize", "--model", path, "--text", text]
+    expect_error(tokenize(HOSTILE / "wrap.gguf"), "x: data past the end", 1)
+    expect_error(tokenize(HOSTILE / "name.gguf"), "a\\x0Abccc", 1)
+    r = run(tokenize(HOSTILE / "name.gguf"))
     if len(r.stderr.splitlines()) != 1 or len(r.stderr) > 300:
         failures.append(f"name.gguf: expected one short line, got {len(r.stderr)} characters")
-    (tmp / "align.gguf").write_bytes(gguf([gguf_kv("general.alignment", 4, struct.pack("<I", 48))]))
-    expect_error(tokenize("align.gguf"), "alignment 48 is not a power of two", 1)
-    (tmp / "count.gguf").write_bytes(gguf([gguf_kv("k", 9, struct.pack("<IQ", 8, 1 << 40))]))
-    expect_error(tokenize("count.gguf"), "array of 1099511627776 items runs past the end", 1)
-    (tmp / "entries.gguf").write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1 << 50) + b"\0" * 64)
-    expect_error(tokenize("entries.gguf"), "truncated: 1125899906842624 metadata entries", 1)
+    expect_error(tokenize(HOSTILE / "align.gguf"), "alignment 48 is not a power of two", 1)
+    expect_error(tokenize(HOSTILE / "count.gguf"), "array of 1099511627776 items runs past the end", 1)
+    expect_error(tokenize(HOSTILE / "entries.gguf"), "truncated: 1125899906842624 metadata entries", 1)
     # 16 MB: one u8 array of 16M items.  It costs no memory beyond the file's (was 40 bytes an item).
-    items = 16 << 20
-    (tmp / "bytes.gguf").write_bytes(gguf([gguf_kv("k", 9, struct.pack("<IQ", 0, items) + bytes(items))]))
-    expect_error(tokenize("bytes.gguf"), "no metadata tokenizer.ggml.model", 1)
-    if (peak := peak_rss_mb(tokenize("bytes.gguf"))) > 100:
+    (tmp / "bytes.gguf").write_bytes(u8_array_gguf(16 << 20))
+    expect_error(tokenize(tmp / "bytes.gguf"), "no metadata tokenizer.ggml.model", 1)
+    if (peak := peak_rss_mb(tokenize(tmp / "bytes.gguf"))) > 100:
         failures.append(f"bytes.gguf: 16 MB of metadata took {peak:.0f} MB")
     (tmp / "bytes.gguf").unlink()
-    # a byte-level BPE vocabulary without the byte '!' the text needs
-    (tmp / "vocab.gguf").write_bytes(gguf([gguf_kv("tokenizer.ggml.model", 8, gguf_str(b"gpt2")),
-                                          gguf_kv("tokenizer.ggml.tokens", 9, gguf_strings([b"h", b"i"])),
-                                          gguf_kv("tokenizer.ggml.merges", 9, gguf_strings([]))]))
-    (tmp / "kind.gguf").write_bytes(gguf([gguf_kv("tokenizer.ggml.model", 8, gguf_str(b"x\n" + b"y" * 1000))]))
-    r = run(tokenize("kind.gguf"))
+    r = run(tokenize(HOSTILE / "kind.gguf"))
     if r.returncode != 1 or r.stderr.count("\n") != 1 or "tokenizer x\\x0Ayyy" not in r.stderr or len(r.stderr) > 300:
         failures.append(f"kind.gguf: expected one short line naming the tokenizer, got {r.stderr[:200]!r}")
     (tmp / "hi.txt").write_text("hi!")
-    expect_error([tq_llama, "tokenize", "--model", tmp / "vocab.gguf", "--text", tmp / "hi.txt"],
+    expect_error([tq_llama, "tokenize", "--model", HOSTILE / "vocab.gguf", "--text", tmp / "hi.txt"],
                  "the vocabulary has no token for byte 0x21", 1)
 
 
