@@ -34,7 +34,8 @@ set_property(GLOBAL PROPERTY TURBOQUANT_KIT_DIR "${TURBOQUANT_KIT_DIR}")
 set_property(GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR "${TURBOQUANT_INCLUDE_DIR}")
 set_property(GLOBAL PROPERTY TURBOQUANT_CODEBOOK_TOOL "${TURBOQUANT_CODEBOOK_TOOL}")
 set(TQ_GENERATOR "${TURBOQUANT_KIT_DIR}/generator/generate.py")
-set(TQ_RUNTIME_SOURCE_NAMES fa_tq_attention.cpp fa_tq_cache.cpp fa_tq_checks.cpp fa_tq_state.cpp fa_tq_token.cpp last_error.cpp
+set(TQ_RUNTIME_SOURCE_NAMES fa_tq_attention.cpp fa_tq_cache.cpp fa_tq_checks.cpp fa_tq_state.cpp fa_tq_threads.cpp
+                            fa_tq_token.cpp last_error.cpp thread_pool.cpp
                             registry.cpp registry_table.cpp turboquant.cpp)
 list(TRANSFORM TQ_RUNTIME_SOURCE_NAMES PREPEND "${TURBOQUANT_KIT_DIR}/runtime/src/" OUTPUT_VARIABLE TQ_RUNTIME_SOURCES)
 set_property(GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES "${TQ_RUNTIME_SOURCES}")
@@ -151,6 +152,8 @@ function(turboquant_generate_kernels target)
   target_sources(${target} PRIVATE ${generated} ${runtime_sources})
   target_include_directories(${target} PUBLIC ${include_dir} PRIVATE ${kit}/runtime ${kit}/runtime/src ${out})
   target_compile_features(${target} PUBLIC cxx_std_20)
+  find_package(Threads REQUIRED)  # the cache's attention pool (fa_tq_cache_set_threads)
+  target_link_libraries(${target} PRIVATE Threads::Threads)
   # Byte-identical caches across ISAs: no multiply-add fusing (docs/kernels.md).
   set_property(SOURCE ${generated} ${runtime_sources} APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
 endfunction()

@@ -46,6 +46,8 @@ file(GLOB runtime_sources CONFIGURE_DEPENDS runtime/src/*.cpp)
 target_include_directories(turboquant PUBLIC runtime/include PRIVATE runtime runtime/src generated)
 target_compile_features(turboquant PUBLIC cxx_std_20)
 target_compile_options(turboquant PRIVATE -ffp-contract=off)
+find_package(Threads REQUIRED)  # the cache's attention pool
+target_link_libraries(turboquant PUBLIC Threads::Threads)
 {flags}"""
 
 README = """# TurboQuant kernels — exported source
@@ -57,7 +59,7 @@ Build with nothing but a C++20 compiler:
 
 ```sh
 sh build.sh                 # -> libturboquant.a (CXX=clang++ sh build.sh for clang)
-c++ -std=c++20 -Iruntime/include my_engine.cpp libturboquant.a
+c++ -std=c++20 -Iruntime/include my_engine.cpp libturboquant.a -pthread
 ```
 
 or by hand: compile `runtime/src/*.cpp` and `generated/scalar/*.cpp` with

@@ -110,3 +110,29 @@ TEST_CASE("concurrency: caches sharing one state, one thread each, give the one-
     }
     fa_tq_free(state);
 }
+
+TEST_CASE("concurrency: one thread per layer on a cache with its own attention pool gives the one-thread bytes") {
+    // Four layer threads share the cache's pool of 3: one call at a time gets the
+    // workers, the others run their tasks on their own thread.
+    const int d = tq::test::main_head_dim(), layers = 4;
+    const auto& v = tq::variants().front();
+    fa_tq_state* state = fa_tq_init(d, tq::test::config(tq::rate(v), tq::rate(v)), 7);
+    REQUIRE(state);
+    std::vector<Stream> streams;
+    for (int l = 0; l < layers; ++l) streams.emplace_back(d, 300 + 10 * l);
+    fa_tq_cache* serial = fa_tq_cache_new(state, layers, kHeads, kPositions);
+    fa_tq_cache* pooled = fa_tq_cache_new(state, layers, kHeads, kPositions);
+    REQUIRE(serial);
+    REQUIRE(pooled);
+    REQUIRE(fa_tq_cache_set_threads(pooled, 3) == FA_TQ_OK);
+    std::vector<std::vector<float>> want(layers), got(layers);
+    for (int l = 0; l < layers; ++l) want[l] = run(state, serial, l, streams[l], d);
+    run_together(layers, [&](int l) { got[l] = run(state, pooled, l, streams[l], d); });
+    for (int l = 0; l < layers; ++l) {
+        CAPTURE(l);
+        CHECK(same_bytes(got[l], want[l]));  // fewer positions than a chunk: one pass per KV head, on the pool
+    }
+    fa_tq_cache_free(serial);
+    fa_tq_cache_free(pooled);
+    fa_tq_free(state);
+}

@@ -20,7 +20,9 @@ struct Engine {
     ThreadPool pool;
 };
 
-std::unique_ptr<KvCache> make_cache(const Model& model, const KvConfig& kv, int max_positions, unsigned long long seed);
+// pool: the engine's threads, which a TurboQuant cache's attention also runs on (nullptr: one thread).
+std::unique_ptr<KvCache> make_cache(const Model& model, const KvConfig& kv, int max_positions, unsigned long long seed,
+                                    ThreadPool* pool);
 std::string read_file(const std::string& path);  // throws if unreadable
 
 int generate(const Options& o);

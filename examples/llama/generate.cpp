@@ -14,7 +14,7 @@ int generate(const Options& o) {
     if (o.max_prompt > 0 && static_cast<int>(prompt.size()) > o.max_prompt) prompt.resize(static_cast<std::size_t>(o.max_prompt));
     if (prompt.empty()) throw std::invalid_argument("generate: the prompt has no tokens");
     int positions = static_cast<int>(prompt.size()) + o.tokens;
-    auto cache = make_cache(e.model, o.kv, positions, o.seed);
+    auto cache = make_cache(e.model, o.kv, positions, o.seed, &e.pool);
     int vocab = e.model.config().vocab;
     auto argmax = [&](const std::vector<float>& row) {
         return static_cast<std::int32_t>(std::max_element(row.begin(), row.begin() + vocab) - row.begin());

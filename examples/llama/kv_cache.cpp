@@ -39,7 +39,8 @@ std::size_t Fp32Cache::bytes_per_token() const {
     return 2 * sizeof(float) * static_cast<std::size_t>(shape_.layers) * shape_.kv_heads * shape_.head_dim;
 }
 
-TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed) : shape_(shape), kv_(kv) {
+TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed, ThreadPool* pool)
+    : shape_(shape), kv_(kv) {
     const Levers& lv = kv.levers;
     auto quantizer = [&](float key_bits, float value_bits) {
         quantizers_.push_back(std::make_unique<tq::Quantizer>(
@@ -77,6 +78,7 @@ TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint
         auto mode = windows[c] ? tq::KVCache::Mode::ring : tq::KVCache::Mode::linear;
         caches_.push_back(std::make_unique<tq::KVCache>(layers[c], shape.kv_heads,
                                                         windows[c] ? windows[c] : shape.max_positions, mode));
+        if (pool && pool->size() > 1) caches_.back()->set_parallel_for(&ThreadPool::parallel_for, pool);
     }
 }
 

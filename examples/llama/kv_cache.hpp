@@ -16,6 +16,7 @@
 #include "options.hpp"
 #include "ggml_formats.hpp"
 #include "hadamard.hpp"
+#include "thread_pool.hpp"
 
 namespace llama {
 
@@ -55,8 +56,9 @@ private:
 
 class TurboQuantCache final : public KvCache {
 public:
-    // Throws tq::Error if (head_dim, key_bits, value_bits) is not compiled in.
-    TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed);
+    // Throws tq::Error if (head_dim, key_bits, value_bits) is not compiled in.  Attention
+    // runs on pool's threads (fa_tq_cache_set_parallel_for) when it has more than one.
+    TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed, ThreadPool* pool);
     void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) override;
     void clear() override;
     std::size_t bytes_per_token() const override;

@@ -23,7 +23,7 @@ int logits(const Options& o) {
     Engine e(o);
     auto prompt = e.tokenizer.encode(o.prompt);
     if (prompt.empty()) throw std::invalid_argument("logits: the prompt has no tokens");
-    auto cache = make_cache(e.model, o.kv, static_cast<int>(prompt.size()), o.seed);
+    auto cache = make_cache(e.model, o.kv, static_cast<int>(prompt.size()), o.seed, &e.pool);
     auto row = e.model.forward(e.pool, prompt, 0, *cache, 1);
     std::ofstream out(o.out, std::ios::binary);
     out.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(row.size() * sizeof(float)));

@@ -46,7 +46,7 @@ int perplexity(const Options& o) {
     for (const auto& kv : o.sweep) tallies.push_back({kv});
     std::vector<std::unique_ptr<KvCache>> caches;
     for (auto& t : tallies) {
-        caches.push_back(make_cache(e.model, t.kv, o.window, o.seed));
+        caches.push_back(make_cache(e.model, t.kv, o.window, o.seed, &e.pool));
         t.bytes_per_token = caches.back()->bytes_per_token_all_in();
     }
 

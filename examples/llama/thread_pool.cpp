@@ -28,6 +28,14 @@ void ThreadPool::run(const std::function<void(int)>& task) {
     done_.wait(lock, [this] { return pending_ == 0; });
 }
 
+void ThreadPool::parallel_for(void* pool, int n_tasks, void (*task)(void* arg, int index), void* arg) {
+    auto& p = *static_cast<ThreadPool*>(pool);
+    const int threads = p.size();
+    p.run([&](int thread) {
+        for (int i = thread; i < n_tasks; i += threads) task(arg, i);
+    });
+}
+
 void ThreadPool::work(int index) {
     unsigned long seen = 0;
     for (;;) {

@@ -16,8 +16,10 @@
 #include "fa_tq_token.hpp"
 #include "half_float.hpp"
 #include "last_error.hpp"
+#include "norms.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <new>
@@ -52,18 +54,6 @@ void cut_pieces(const fa_tq_cache* cache, const fa_tq_layer& lay, long first, lo
     }
 }
 
-double norm(const float* x, int d) {
-    double s = 0;
-    for (int i = 0; i < d; ++i) s += double(x[i]) * x[i];
-    return std::sqrt(s);
-}
-
-double half_norm(const std::uint16_t* x, int d) {
-    double s = 0;
-    for (int i = 0; i < d; ++i) s += double(half_to_float(x[i])) * half_to_float(x[i]);
-    return std::sqrt(s);
-}
-
 // A magnitude in a message: "1.2e+39".
 std::string magnitude(double x) {
     char text[32];
@@ -81,16 +71,11 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_laye
                       const float* k, const float* q, int n_q_heads, int d, float scale) {
     constexpr double kFloatReach = 1e37;  // scores and scaled queries stay below: a margin to FLT_MAX for sums
     const fa_tq_stream& s = lay.keys;
-    double scale_max = 0, extra_max = 0, smooth_max = 1;
-    for (const auto* v : {&s.smooth, &key.smooth})
-        for (std::uint16_t x : *v) smooth_max = std::max(smooth_max, double(half_to_float(x)));
+    // What the stream holds (its bounds since the last clear), and this token's key.
+    double scale_max = s.scale_bound, extra_max = s.extra_bound, smooth_max = s.smooth_bound;
+    for (std::uint16_t x : key.smooth) smooth_max = std::max(smooth_max, double(half_to_float(x)));
     for (float x : key.scales) scale_max = std::max(scale_max, double(std::abs(x)));
-    for (float x : s.scales32) scale_max = std::max(scale_max, double(std::abs(x)));
-    for (std::uint16_t x : s.scales16) scale_max = std::max(scale_max, double(std::abs(half_to_float(x))));
-    for (const auto* m : {&s.means, &key.mean})
-        for (std::size_t i = 0; i + d <= m->size(); i += d) extra_max = std::max(extra_max, half_norm(&(*m)[i], d));
-    for (std::size_t i = 0; i + d <= s.sink_vectors.size(); i += d)
-        extra_max = std::max(extra_max, norm(&s.sink_vectors[i], d));
+    for (std::size_t i = 0; i + d <= key.mean.size(); i += d) extra_max = std::max(extra_max, half_norm(&key.mean[i], d));
     for (int h = 0; h < cache->num_heads; ++h) extra_max = std::max(extra_max, norm(k + std::size_t(h) * d, d));
     double q_max = 0;
     for (int h = 0; h < n_q_heads; ++h) q_max = std::max(q_max, norm(q + std::size_t(h) * d, d));
@@ -121,70 +106,94 @@ void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads
     ++lay.query_count;
 }
 
-// The scales of one KV head's n slots as floats (halves widened into buf).
-const float* head_scales(const fa_tq_stream& s, const fa_tq_cache* cache, int head, std::size_t n, bool f16,
-                         std::vector<float>& buf) {
-    const std::size_t base = cache->stream_index(head);
-    if (!f16) return &s.scales32[base];
-    buf.resize(n);
-    for (std::size_t i = 0; i < n; ++i) buf[i] = half_to_float(s.scales16[base + i]);
-    return buf.data();
+// How the visible slots [0, n) are cut for flash-decoding: one chunk when the cache
+// has no executor (today's one pass), else chunks of FA_TQ_PARALLEL_CHUNK or more
+// slots, at most kMaxChunks per KV head.  Never depends on the thread count.
+struct Chunking {
+    std::size_t length, count;
+};
+
+Chunking chunking(std::size_t n, bool parallel, int kv_heads) {
+    // At most 64 chunks (bounds the partials kept for the merge), and an int's worth of tasks.
+    const std::size_t max_chunks = std::min<std::size_t>(64, std::size_t(INT_MAX / kv_heads));
+    if (!parallel || max_chunks < 2) return {n, 1};
+    const std::size_t length = std::max<std::size_t>(FA_TQ_PARALLEL_CHUNK, (n + max_chunks - 1) / max_chunks);
+    return {length, (n + length - 1) / length};
 }
 
-// One query head over its KV head's visible positions (the pieces), writing out[d].
-struct HeadAttention {
+// What one query head's attention over one chunk leaves for the merge: its max
+// score and the sum of exp(score - max); its output, normalized by that sum, is
+// written in two parts: acc (rotated domain, from the packed values) and extra
+// (original domain: the means and sinks).
+struct Partial {
+    float max;
+    double sum;
+};
+
+// The attention of one KV head's query heads over chunks of its visible slots.
+struct ChunkAttention {
     const fa_tq_state* state;
     const fa_tq_cache* cache;
     const fa_tq_layer& lay;
-    int kv_head;
-    const float* key_scales;
-    const float* value_scales;
     const std::vector<Piece>& pieces;
-    std::size_t n;  // slots in use
+    const float* q;      // [n_q_heads][d], as given
+    const float* q_rot;  // [n_q_heads][d], scale * R q
+    float scale;
+    int group;  // query heads per KV head
 
-    // The exact vector of the t-th position of a sink piece.
-    const float* sink(const fa_tq_stream& s, const Piece& pc, std::size_t t) const {
-        const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + t;
+    // The exact vector of slot `slot` of a sink piece.
+    const float* sink(const fa_tq_stream& s, int kv_head, const Piece& pc, std::size_t slot) const {
+        const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + (slot - pc.slot_begin);
         return &s.sink_vectors[(std::size_t(kv_head) * lay.levers.sinks + a) * std::size_t(state->head_dim)];
     }
 
-    void run(const float* q, float scale, std::vector<float>& q_rot, std::vector<float>& q_smooth,
-             std::vector<float>& scores, std::vector<float>& acc, std::vector<double>& extra, float* out) const {
+    // Query head h over slots [c0, c1), writing acc[d] and extra[d].  scores: c1 - c0
+    // floats and q_smooth: d floats of scratch.
+    Partial run(int h, const float* key_scales, const float* value_scales, std::size_t c0, std::size_t c1,
+                float* scores, float* q_smooth, float* acc, double* extra) const {
         const tq_kernels& kern = *state->kernels;
-        const int d = state->head_dim;
+        const int d = state->head_dim, kv_head = h / group;
         const fa_tq_stream& ks = lay.keys;
         const fa_tq_stream& vs = lay.values;
         const std::size_t base = cache->stream_index(kv_head), hd = std::size_t(kv_head) * d;
-        kern.rotate(state->signs.data(), q, q_rot.data());
-        for (float& x : q_rot) x *= scale;
+        const float* qh = q + std::size_t(h) * d;
+        // Each piece's slots that fall in [c0, c1): [s0, s1).
+        auto span = [&](const Piece& pc, std::size_t& s0, std::size_t& s1) {
+            s0 = std::max(pc.slot_begin, c0);
+            s1 = std::min(pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin), c1);
+            return s0 < s1;
+        };
+        std::size_t s0, s1;
         for (const Piece& pc : pieces) {
-            const std::size_t count = std::size_t(pc.pos_end - pc.pos_begin), slot = pc.slot_begin;
+            if (!span(pc, s0, s1)) continue;
+            float* sc = scores + (s0 - c0);
             if (pc.sink) {
-                for (std::size_t t = 0; t < count; ++t) {
-                    const float* k = sink(ks, pc, t);
+                for (std::size_t t = s0; t < s1; ++t) {
+                    const float* k = sink(ks, kv_head, pc, t);
                     double dot = 0;
-                    for (int i = 0; i < d; ++i) dot += double(q[i]) * k[i];
-                    scores[slot + t] = float(scale * dot);
+                    for (int i = 0; i < d; ++i) dot += double(qh[i]) * k[i];
+                    sc[t - s0] = float(scale * dot);
                 }
                 continue;
             }
             const BlockData block = stored_block(cache, lay, ks, pc.pos_begin);
-            const float* query = q_rot.data();
+            const float* query = q_rot + std::size_t(h) * d;
             if (block.smooth) {
-                for (int i = 0; i < d; ++i) q_smooth[i] = q[i] * half_to_float(block.smooth[hd + i]);
-                kern.rotate(state->signs.data(), q_smooth.data(), q_smooth.data());
-                for (float& x : q_smooth) x *= scale;
-                query = q_smooth.data();
+                for (int i = 0; i < d; ++i) q_smooth[i] = qh[i] * half_to_float(block.smooth[hd + i]);
+                kern.rotate(state->signs.data(), q_smooth, q_smooth);
+                for (int i = 0; i < d; ++i) q_smooth[i] *= scale;
+                query = q_smooth;
             }
-            kern.key->score(query, &ks.codes[(base + slot) * ks.code_bytes], key_scales + slot, count, &scores[slot]);
+            kern.key->score(query, &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0, s1 - s0, sc);
             if (block.mean) {
                 double dot = 0;
-                for (int i = 0; i < d; ++i) dot += double(q[i]) * half_to_float(block.mean[hd + i]);
+                for (int i = 0; i < d; ++i) dot += double(qh[i]) * half_to_float(block.mean[hd + i]);
                 const float offset = float(scale * dot);
-                for (std::size_t t = 0; t < count; ++t) scores[slot + t] += offset;
+                for (std::size_t t = 0; t < s1 - s0; ++t) sc[t] += offset;
             }
         }
-        const float m = *std::max_element(scores.begin(), scores.begin() + std::ptrdiff_t(n));
+        const std::size_t n = c1 - c0;
+        const float m = *std::max_element(scores, scores + n);
         double sum = 0;
         for (std::size_t t = 0; t < n; ++t) {
             scores[t] = std::exp(scores[t] - m);
@@ -193,27 +202,94 @@ struct HeadAttention {
         // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
         const float inv = static_cast<float>(1 / sum);
         for (std::size_t t = 0; t < n; ++t) scores[t] *= inv;
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        std::fill(extra.begin(), extra.end(), 0.0);
+        std::fill(acc, acc + d, 0.0f);
+        std::fill(extra, extra + d, 0.0);
         for (const Piece& pc : pieces) {
-            const std::size_t count = std::size_t(pc.pos_end - pc.pos_begin), slot = pc.slot_begin;
+            if (!span(pc, s0, s1)) continue;
+            const float* w = scores + (s0 - c0);
             if (pc.sink) {
-                for (std::size_t t = 0; t < count; ++t) {
-                    const float* v = sink(vs, pc, t);
-                    for (int i = 0; i < d; ++i) extra[i] += double(scores[slot + t]) * v[i];
+                for (std::size_t t = s0; t < s1; ++t) {
+                    const float* v = sink(vs, kv_head, pc, t);
+                    for (int i = 0; i < d; ++i) extra[i] += double(w[t - s0]) * v[i];
                 }
                 continue;
             }
-            kern.value->accumulate(&scores[slot], &vs.codes[(base + slot) * vs.code_bytes], value_scales + slot,
-                                   count, acc.data());
+            kern.value->accumulate(w, &vs.codes[(base + s0) * vs.code_bytes], value_scales + s0, s1 - s0, acc);
             if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean) {
-                double w = 0;
-                for (std::size_t t = 0; t < count; ++t) w += scores[slot + t];
-                for (int i = 0; i < d; ++i) extra[i] += w * half_to_float(mean[hd + i]);
+                double wsum = 0;
+                for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[t];
+                for (int i = 0; i < d; ++i) extra[i] += wsum * half_to_float(mean[hd + i]);
             }
         }
-        kern.unrotate(state->signs.data(), acc.data(), out);
-        for (int i = 0; i < d; ++i) out[i] += float(extra[i]);
+        return {m, sum};
+    }
+};
+
+// One attention call's flash-decoding: task (g, c) runs KV head g's query heads
+// over chunk c; merge() combines each query head's chunks and writes out.
+struct Job {
+    const ChunkAttention& attend;
+    const fa_tq_stream &keys, &values;
+    Chunking chunks;
+    std::size_t n;
+    int d;
+    bool f16;
+    float *key_scales, *value_scales;  // [kv_head][n]: halves widened by each chunk's task
+    float* scores;                     // [task][chunks.length]
+    float* q_smooth;                   // [task][d]
+    float* acc;                        // [query head][chunk][d]
+    double* extra;                     // [query head][chunk][d]
+    Partial* partials;                 // [query head][chunk]
+
+    static void task(void* arg, int index) { static_cast<const Job*>(arg)->run(index); }
+
+    void run(int index) const {
+        const std::size_t t = std::size_t(index), g = t / chunks.count, c = t % chunks.count;
+        const std::size_t c0 = c * chunks.length, c1 = std::min(n, c0 + chunks.length);
+        const float* ks = widen(keys, g, c0, c1, key_scales);
+        const float* vs = widen(values, g, c0, c1, value_scales);
+        for (int h = int(g) * attend.group; h < int(g + 1) * attend.group; ++h) {
+            const std::size_t p = std::size_t(h) * chunks.count + c;
+            partials[p] = attend.run(h, ks, vs, c0, c1, scores + t * chunks.length, q_smooth + t * d,
+                                     acc + p * d, extra + p * d);
+        }
+    }
+
+    // KV head g's scales as floats, slots [c0, c1) made ready.
+    const float* widen(const fa_tq_stream& s, std::size_t g, std::size_t c0, std::size_t c1, float* buf) const {
+        const std::size_t base = attend.cache->stream_index(int(g));
+        if (!f16) return &s.scales32[base];
+        float* head = buf + g * n;
+        for (std::size_t i = c0; i < c1; ++i) head[i] = half_to_float(s.scales16[base + i]);
+        return head;
+    }
+
+    // Query head h's output: its chunks merged by log-sum-exp (exact for one chunk).
+    void merge(int h, float* merged, double* merged_extra, float* out) const {
+        const tq_kernels& kern = *attend.state->kernels;
+        const Partial* p = partials + std::size_t(h) * chunks.count;
+        const float* a = acc + std::size_t(h) * chunks.count * d;
+        const double* e = extra + std::size_t(h) * chunks.count * d;
+        if (chunks.count == 1) {
+            kern.unrotate(attend.state->signs.data(), a, out);
+            for (int i = 0; i < d; ++i) out[i] += float(e[i]);
+            return;
+        }
+        float m = p[0].max;
+        for (std::size_t c = 1; c < chunks.count; ++c) m = std::max(m, p[c].max);
+        double total = 0;
+        for (std::size_t c = 0; c < chunks.count; ++c) total += p[c].sum * std::exp(double(p[c].max) - m);
+        std::fill(merged_extra, merged_extra + 2 * d, 0.0);  // [0, d): acc, [d, 2d): extra
+        for (std::size_t c = 0; c < chunks.count; ++c) {
+            const double w = p[c].sum * std::exp(double(p[c].max) - m) / total;
+            for (int i = 0; i < d; ++i) {
+                merged_extra[i] += w * a[c * d + i];
+                merged_extra[d + i] += w * e[c * d + i];
+            }
+        }
+        for (int i = 0; i < d; ++i) merged[i] = float(merged_extra[i]);
+        kern.unrotate(attend.state->signs.data(), merged, out);
+        for (int i = 0; i < d; ++i) out[i] += float(merged_extra[d + i]);
     }
 };
 
@@ -246,19 +322,28 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
         if (int rc = check_finite(fn, q, std::size_t(n_q_heads) * d, "q")) return rc;
 
         thread_local EncodedToken key_token, value_token;
-        thread_local std::vector<float> q_rot, q_smooth, scores, acc, key_scales, value_scales;
-        thread_local std::vector<double> extra;
+        thread_local std::vector<float> q_rot, scores, q_smooth, acc, key_scales, value_scales, merged;
+        thread_local std::vector<double> extra, merged_extra;
+        thread_local std::vector<Partial> partials;
         thread_local std::vector<Piece> pieces;
         if (int rc = encode_token(fn, state, cache, layer, pos, k, true, key_token)) return rc;
         if (int rc = encode_token(fn, state, cache, layer, pos, v, false, value_token)) return rc;
         // Positions 0..pos; a ring holds the last max_seq_len of them, in slots [0, n) either way.
         const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
-        try {
-            q_rot.resize(d);
-            q_smooth.resize(d);
-            acc.resize(d);
-            extra.resize(d);
-            scores.resize(n);
+        const Chunking chunks = chunking(n, cache->parallel(), kv_heads);
+        const std::size_t tasks = std::size_t(kv_heads) * chunks.count, parts = std::size_t(n_q_heads) * chunks.count;
+        const bool f16 = lay.levers.f16_scales;
+        try {  // every buffer the tasks use, so that they allocate nothing
+            q_rot.resize(std::size_t(n_q_heads) * d);
+            scores.resize(tasks * chunks.length);
+            q_smooth.resize(tasks * d);
+            acc.resize(parts * d);
+            extra.resize(parts * d);
+            partials.resize(parts);
+            key_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+            value_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+            merged.resize(d);
+            merged_extra.resize(2 * std::size_t(d));
             cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, pieces);
         } catch (const std::bad_alloc&) {
             return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
@@ -269,19 +354,17 @@ extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int
         commit_token(cache, layer, pos, false, value_token, v);
         learn_queries(lay, q, n_q_heads, kv_heads, d);
 
-        const int group = n_q_heads / kv_heads;
-        for (int g = 0; g < kv_heads; ++g) {
-            const HeadAttention head{state,
-                                     cache,
-                                     lay,
-                                     g,
-                                     head_scales(lay.keys, cache, g, n, lay.levers.f16_scales, key_scales),
-                                     head_scales(lay.values, cache, g, n, lay.levers.f16_scales, value_scales),
-                                     pieces,
-                                     n};
-            for (int h = g * group; h < (g + 1) * group; ++h)
-                head.run(q + std::size_t(h) * d, scale, q_rot, q_smooth, scores, acc, extra, out + std::size_t(h) * d);
+        for (int h = 0; h < n_q_heads; ++h) {
+            float* qr = &q_rot[std::size_t(h) * d];
+            state->kernels->rotate(state->signs.data(), q + std::size_t(h) * d, qr);
+            for (int i = 0; i < d; ++i) qr[i] *= scale;
         }
+        const ChunkAttention attend{state, cache, lay, pieces, q, q_rot.data(), scale, n_q_heads / kv_heads};
+        const Job job{attend,         lay.keys,           lay.values,      chunks,      n,
+                      d,              f16,                key_scales.data(), value_scales.data(),
+                      scores.data(),  q_smooth.data(),    acc.data(),      extra.data(), partials.data()};
+        cache->run_tasks(int(tasks), &Job::task, const_cast<Job*>(&job));
+        for (int h = 0; h < n_q_heads; ++h) job.merge(h, merged.data(), merged_extra.data(), out + std::size_t(h) * d);
         return FA_TQ_OK;
     });
 }

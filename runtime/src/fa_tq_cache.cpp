@@ -176,6 +176,8 @@ int fa_tq_cache_clear(fa_tq_cache* cache) {
                 s.first_block = s.blocks = 0;
                 s.means.clear();
                 s.smooth.clear();
+                s.scale_bound = s.extra_bound = 0;
+                s.smooth_bound = 1;
             }
         }
         return FA_TQ_OK;

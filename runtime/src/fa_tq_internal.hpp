@@ -1,9 +1,11 @@
 // The structures behind the opaque fa_tq_state and fa_tq_cache handles.
 #pragma once
 
+#include "thread_pool.hpp"
 #include "turboquant/turboquant.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 // The quality levers of a config, resolved (no "default" left).
@@ -49,6 +51,11 @@ struct fa_tq_stream {
     std::vector<std::uint16_t> means;    // [block][head][d], when centered
     std::vector<std::uint16_t> smooth;   // [block][head][d], when smoothed
     std::vector<float> sink_vectors;     // [head][sink][d]
+    // Attention's range check reads these bounds, kept over everything stored since
+    // the last clear, instead of walking the stream on every call.
+    double scale_bound = 0;   // the largest |scale|
+    double extra_bound = 0;   // the largest norm of a block mean or a sink vector
+    double smooth_bound = 1;  // the largest smoothing scale (1: none)
 };
 
 // A layer: the quantizer it was made for (calls with another are refused) and its streams.
@@ -70,6 +77,18 @@ struct fa_tq_cache {
     bool ring;
     long evicted = 0;  // positions dropped by evict since the last clear (absolute = pos + evicted)
     std::vector<fa_tq_layer> layers;
+    // Attention's executor (fa_tq_cache_set_threads): none, the own pool, or the engine's.
+    std::unique_ptr<tq::detail::ThreadPool> pool;
+    fa_tq_parallel_for parallel_for = nullptr;
+    void* parallel_ctx = nullptr;
+
+    bool parallel() const { return pool || parallel_for; }
+    // task(arg, i) for i in [0, n_tasks) on the executor (inline when there is none).
+    void run_tasks(int n_tasks, void (*task)(void*, int), void* arg) const {
+        if (pool) pool->run(n_tasks, task, arg);
+        else if (parallel_for && n_tasks > 1) parallel_for(parallel_ctx, n_tasks, task, arg);
+        else for (int i = 0; i < n_tasks; ++i) task(arg, i);
+    }
 
     // Index of (head, slot) in a stream's per-slot arrays.
     std::size_t stream_index(int head) const { return static_cast<std::size_t>(head) * max_seq_len; }

@@ -5,6 +5,7 @@
 #include "fa_tq_checks.hpp"
 #include "half_float.hpp"
 #include "last_error.hpp"
+#include "norms.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -157,14 +158,17 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
             s.scales16[i] = float_to_half(token.scales[h]);
         else
             s.scales32[i] = token.scales[h];
+        s.scale_bound = std::max(s.scale_bound, double(std::abs(token.scales[h])));
     }
     const long a = pos + cache->evicted;
     const bool append = pos == s.length;
     s.length = std::max(s.length, pos + 1);
     if (is_sink(lay.levers, a)) {
-        for (int h = 0; h < heads; ++h)
+        for (int h = 0; h < heads; ++h) {
             std::memcpy(&s.sink_vectors[(std::size_t(h) * lay.levers.sinks + std::size_t(a)) * d],
                         vec + std::size_t(h) * d, sizeof(float) * d);
+            s.extra_bound = std::max(s.extra_bound, norm(vec + std::size_t(h) * d, d));
+        }
         return;
     }
     if (!has_blocks(s)) return;
@@ -174,6 +178,9 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
         s.means.insert(s.means.end(), token.mean.begin(), token.mean.end());
         s.smooth.insert(s.smooth.end(), token.smooth.begin(), token.smooth.end());
         ++s.blocks;
+        for (std::size_t i = 0; i < token.mean.size(); i += std::size_t(d))
+            s.extra_bound = std::max(s.extra_bound, half_norm(&token.mean[i], d));
+        for (std::uint16_t x : token.smooth) s.smooth_bound = std::max(s.smooth_bound, double(half_to_float(x)));
     }
     if (append) {  // the running sums learn appended positions; overwrites keep them
         for (std::size_t i = 0; i < s.sum.size(); ++i) s.sum[i] += vec[i];

@@ -75,6 +75,10 @@ void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<
                           softmax_scale, out.data()));
 }
 
+void KVCache::set_threads(int n_threads) { check(fa_tq_cache_set_threads(cache_.get(), n_threads)); }
+void KVCache::set_parallel_for(fa_tq_parallel_for fn, void* ctx) {
+    check(fa_tq_cache_set_parallel_for(cache_.get(), fn, ctx));
+}
 void KVCache::evict(int n) { check(fa_tq_cache_evict(cache_.get(), n)); }
 void KVCache::clear() { check(fa_tq_cache_clear(cache_.get())); }
 int KVCache::seq_len() const { return fa_tq_cache_seq_len(cache_.get()); }

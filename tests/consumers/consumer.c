@@ -21,7 +21,7 @@ int main(void) {
     }
     fa_tq_cache* cache = fa_tq_cache_new(state, 1, HEADS, N);
     static float k[HEADS * D], v[HEADS * D], q[HEADS * D], out[HEADS * D], back[HEADS * D];
-    int rc = cache ? FA_TQ_OK : 1;
+    int rc = cache ? fa_tq_cache_set_threads(cache, 2) : 1; /* the attention pool links from C too */
     for (int pos = 0; pos < N && rc == FA_TQ_OK; ++pos) {
         for (int i = 0; i < HEADS * D; ++i) {
             k[i] = sinf(0.1f * (float)(i + 7 * pos));

@@ -45,6 +45,7 @@ int main() {
     constexpr int d = TQ_CONSUMER_HEAD_DIM, heads = 2, n = 64;
     const tq::Quantizer quant(d, {TQ_CONSUMER_KEY_BITS, TQ_CONSUMER_VALUE_BITS}, 7);
     tq::KVCache cache(quant, 1, heads, n);
+    cache.set_threads(2);  // the attention pool: links and runs through every embedding path
     const std::size_t token = std::size_t(heads) * d;
     std::vector<float> keys(n * token), values(n * token), q(token), out(token);
     for (std::size_t i = 0; i < keys.size(); ++i) {

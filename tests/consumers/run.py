@@ -86,7 +86,7 @@ def main() -> int:
             # The exported README's commands: a C++ compiler and nothing else.
             run(["sh", out / "build.sh"], cwd=out)
             run(["c++", "-std=c++20", "-O2", *variant_defs(a), f"-I{out / 'runtime' / 'include'}", HERE / "consumer.cpp",
-                 out / "libturboquant.a", "-o", work / "consumer"])
+                 out / "libturboquant.a", "-pthread", "-o", work / "consumer"])
             run([work / "consumer"])
     print(f"consumer path '{a.path}': ok")
     return 0

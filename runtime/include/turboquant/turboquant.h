@@ -14,8 +14,9 @@
  * Thread safety: an fa_tq_state is immutable after fa_tq_init and may be shared
  * by any number of threads and caches.  Calls on one cache that touch different
  * layers (quantize, attention, dequantize) may run concurrently; calls on the
- * same layer, and fa_tq_cache_seq_len / clear / evict / free,
- * need exclusive access to the cache.
+ * same layer, and fa_tq_cache_seq_len / clear / evict / free / set_threads /
+ * set_parallel_for, need exclusive access to the cache.  One attention call can
+ * itself use many threads: see fa_tq_cache_set_threads.
  *
  * Storage: per (layer, KV head) a contiguous stream of packed codes over
  * positions plus a stream of half-float scales, for keys and for values
@@ -153,6 +154,33 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
  * any key k in view. */
 int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
                     int n_q_heads, const float* k, const float* v, float softmax_scale, float* out);
+
+/* Threads inside one attention call.  With an executor set, fa_tq_attention
+ * splits its work by KV head and along the sequence (flash-decoding: chunks of
+ * FA_TQ_PARALLEL_CHUNK or more positions, each keeping its max, its sum and its
+ * partial output, merged by log-sum-exp), so a single KV head uses every core.
+ * The executor is one of:
+ *   - none, the default (fa_tq_cache_set_threads(cache, 1)): one pass per KV
+ *     head on the calling thread;
+ *   - the cache's own pool of n_threads (the calling thread and n_threads - 1
+ *     workers that the cache starts here and stops in fa_tq_cache_free); a call
+ *     that finds the pool busy with another layer's call runs on its own thread;
+ *   - the engine's pool, through fa_tq_cache_set_parallel_for.
+ * The split depends on the number of positions only, never on the thread count
+ * or the executor: every executor gives the same bytes, which equal the one-pass
+ * output to float rounding.  Setting an executor needs exclusive access to the
+ * cache.  n_threads: 1 .. FA_TQ_MAX_THREADS. */
+#define FA_TQ_PARALLEL_CHUNK 256
+#define FA_TQ_MAX_THREADS 1024
+int fa_tq_cache_set_threads(fa_tq_cache* cache, int n_threads);
+/* The engine's parallel-for: fn(ctx, n_tasks, task, task_arg) must call
+ * task(task_arg, i) once for every i in [0, n_tasks), on any threads, in any
+ * order, and return when all have returned.  Tasks neither fail nor block; fn
+ * is called from the thread that calls fa_tq_attention, and from several at once
+ * when layers attend concurrently.  fn NULL returns the cache to one pass on the
+ * calling thread (and stops its own pool, if any). */
+typedef void (*fa_tq_parallel_for)(void* ctx, int n_tasks, void (*task)(void* task_arg, int index), void* task_arg);
+int fa_tq_cache_set_parallel_for(fa_tq_cache* cache, fa_tq_parallel_for fn, void* ctx);
 
 /* Drop the oldest n positions of every layer (memmove of the packed streams);
  * position p becomes p - n.  Linear caches only; n <= every layer's length. */

@@ -62,6 +62,11 @@ public:
     // k, v: num_heads * head_dim; q, out: n_q_heads * head_dim (n_q_heads from q's size).
     void attention(int layer, int pos, std::span<const float> q, std::span<const float> k, std::span<const float> v,
                    std::span<float> out, float softmax_scale = 0);
+    // Threads inside one attention call (fa_tq_cache_set_threads): 1 is one pass
+    // on the calling thread; n > 1 the cache's own pool of n threads.
+    void set_threads(int n_threads);
+    // The engine's pool instead (fa_tq_cache_set_parallel_for's contract); nullptr: none.
+    void set_parallel_for(fa_tq_parallel_for fn, void* ctx);
     void evict(int n);
     void clear();
     int seq_len() const;
