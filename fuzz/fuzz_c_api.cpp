@@ -9,7 +9,7 @@
 //   the config's six levers (a byte each, raw values included), the seed (4 bytes),
 //   the cache (kind, layers, heads, positions: a byte each),
 //   then operations until the input ends: an opcode byte and its arguments.
-#include "fa_tq_internal.hpp"
+#include "cache_snapshot.hpp"
 #include "fuzz_support.hpp"
 #include "turboquant/turboquant.h"
 
@@ -26,27 +26,9 @@ namespace {
 using tq::fuzz::broken;
 using tq::fuzz::Bytes;
 
-template <class T>
-bool same(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-bool same(const fa_tq_stream& a, const fa_tq_stream& b) {
-    return same(a.codes, b.codes) && same(a.scales32, b.scales32) && same(a.scales16, b.scales16) &&
-           a.length == b.length && same(a.sum, b.sum) && same(a.sum_sq, b.sum_sq) && a.count == b.count &&
-           a.first_block == b.first_block && a.blocks == b.blocks && same(a.means, b.means) &&
-           same(a.smooth, b.smooth) && same(a.sink_vectors, b.sink_vectors);
-}
-
-// Every byte of a cache's state that a call could change.
-bool same(const fa_tq_cache& a, const fa_tq_cache& b) {
-    if (a.evicted != b.evicted || a.layers.size() != b.layers.size()) return false;
-    for (std::size_t l = 0; l < a.layers.size(); ++l)
-        if (!same(a.layers[l].keys, b.layers[l].keys) || !same(a.layers[l].values, b.layers[l].values) ||
-            !same(a.layers[l].query_sum_sq, b.layers[l].query_sum_sq) ||
-            a.layers[l].query_count != b.layers[l].query_count)
-            return false;
-    return true;
+// An engine's parallel-for: the tasks in reverse order on the calling thread.
+void reversed_for(void*, int n_tasks, void (*task)(void*, int), void* arg) {
+    for (int i = n_tasks; i-- > 0;) task(arg, i);
 }
 
 void check_message(const char* call) {
@@ -120,13 +102,13 @@ float softmax_scale_arg(Bytes& in, int d) {
 // Runs one operation on the cache and checks the contract.
 void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_tq_cache* cache, int layers, int heads,
              int positions, int d) {
-    const int op = in.byte() % 7;
+    const int op = in.byte() % 8;
     const fa_tq_state* s = in.byte() < 240 ? state : (in.byte() % 2 ? other : nullptr);
     const int layer = in.in(-1, layers);
     const std::uint8_t p = in.byte();
     const int pos = p < 250 ? p % (positions + 3) - 1 : int(in.u32() & 0x7fffffff);
     const std::size_t token = std::size_t(heads) * d;
-    const fa_tq_cache before = *cache;
+    const tq::test::Snapshot before(cache);
     constexpr float kSentinel = 1234.5f;
     std::vector<float> out;
     const char* call = "";
@@ -158,7 +140,7 @@ void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_t
         failed = got == nullptr;
         if (!failed && (got != out.data() || !finite(out.data(), std::size_t(count) * token)))
             broken("fa_tq_dequantize succeeded with a non-finite output, or not returning out");
-        if (!same(before, *cache)) broken("fa_tq_dequantize changed the cache");
+        if (!(before == tq::test::Snapshot(cache))) broken("fa_tq_dequantize changed the cache");
         break;
     }
     case 4:
@@ -176,13 +158,25 @@ void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_t
             broken("fa_tq_cache_bytes: no sizes for a valid cache");
         if (!(fa_tq_cache_bytes_per_token_all_in(cache) >= double(per_token)) || fa_tq_cache_seq_len(cache) < 0)
             broken("fa_tq_cache_bytes_per_token_all_in or fa_tq_cache_seq_len: implausible for a valid cache");
-        if (!same(before, *cache)) broken("a query of the cache changed it");
+        if (!(before == tq::test::Snapshot(cache))) broken("a query of the cache changed it");
+        break;
+    }
+    case 7: {  // the attention executor: the cache's pool (bad counts too), an engine's, or none
+        const std::uint8_t how = in.byte();
+        if (how < 128) {
+            call = "fa_tq_cache_set_threads";
+            constexpr int kThreads[] = {1, 2, 3, 4, 0, -1, FA_TQ_MAX_THREADS + 1, INT_MIN};
+            failed = fa_tq_cache_set_threads(cache, kThreads[how % 8]) != FA_TQ_OK;
+        } else {
+            call = "fa_tq_cache_set_parallel_for";
+            failed = fa_tq_cache_set_parallel_for(cache, how % 2 ? reversed_for : nullptr, nullptr) != FA_TQ_OK;
+        }
         break;
     }
     }
     if (!failed) return;
     check_message(call);
-    if (!same(before, *cache)) broken(std::string(call) + " failed and changed the cache: " + fa_tq_last_error());
+    if (!(before == tq::test::Snapshot(cache))) broken(std::string(call) + " failed and changed the cache: " + fa_tq_last_error());
     for (float x : out)
         if (x != kSentinel) broken(std::string(call) + " failed and wrote out: " + fa_tq_last_error());
 }

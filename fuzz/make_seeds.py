@@ -115,6 +115,9 @@ def c_api_calls() -> dict[str, bytes]:
     def evict(n: int) -> bytes:
         return bytes([4, 0, 1, 1, n + 1])
 
+    def threads(kind: int) -> bytes:  # the executor: kind 0..3 a pool of 1..4 threads, 129 an engine's parallel-for
+        return bytes([7, 0, 1, 1, kind])
+
     defaults = bytes(6)                   # every lever at its default
     levers = bytes([1, 2, 4, 3, 3, 2])    # norm scales, float scales, centered keys and values, block 16, 1 sink, smoothed
     linear = b"".join(attention(p) for p in range(4)) + decode() + evict(2) + attention(2)
@@ -122,7 +125,8 @@ def c_api_calls() -> dict[str, bytes]:
     one_layer = bytes([0, 0, 0, 15])
     return {"linear": config(defaults, one_layer) + linear, "levers": config(levers, one_layer) + linear,
             "ring": config(defaults, bytes([4, 0, 0, 15])) + ring,
-            "layers": config(defaults, bytes([6, 1, 1, 15, 0])) + linear}  # two layers (the last on another seed), linear
+            "layers": config(defaults, bytes([6, 1, 1, 15, 0])) + linear,  # two layers (the last on another seed), linear
+            "threads": config(defaults, bytes([0, 0, 2, 15])) + threads(2) + linear + threads(129) + linear}  # 3 KV heads
 
 
 def main() -> int:

@@ -15,10 +15,12 @@ struct StreamState {
     std::vector<std::uint16_t> scales16, means, smooth;
     std::vector<double> sum, sum_sq;
     long length, count, first_block, blocks;
+    double scale_bound, extra_bound, smooth_bound;
     explicit StreamState(const fa_tq_stream& s)
         : codes(s.codes), scales32(s.scales32), sinks(s.sink_vectors), scales16(s.scales16), means(s.means),
           smooth(s.smooth), sum(s.sum), sum_sq(s.sum_sq), length(s.length), count(s.count),
-          first_block(s.first_block), blocks(s.blocks) {}
+          first_block(s.first_block), blocks(s.blocks), scale_bound(s.scale_bound), extra_bound(s.extra_bound),
+          smooth_bound(s.smooth_bound) {}
     bool operator==(const StreamState&) const = default;
 };
 
@@ -27,7 +29,13 @@ struct Snapshot {
     std::vector<std::vector<double>> query_sum_sq;  // per layer, what smoothing learned of the queries
     std::vector<long> query_count;
     long evicted;
-    explicit Snapshot(const fa_tq_cache* c) : evicted(c->evicted) {
+    // The attention executor.
+    int pool_threads;
+    fa_tq_parallel_for parallel_for;
+    void* parallel_ctx;
+    explicit Snapshot(const fa_tq_cache* c)
+        : evicted(c->evicted), pool_threads(c->pool ? c->pool->threads() : 0), parallel_for(c->parallel_for),
+          parallel_ctx(c->parallel_ctx) {
         for (const fa_tq_layer& l : c->layers) {
             streams.emplace_back(l.keys);
             streams.emplace_back(l.values);
