@@ -39,6 +39,14 @@ std::size_t Fp32Cache::bytes_per_token() const {
     return 2 * sizeof(float) * static_cast<std::size_t>(shape_.layers) * shape_.kv_heads * shape_.head_dim;
 }
 
+void KvCache::attend_batch(int layer, int pos, int n, const float* q, int q_heads, const float* k, const float* v,
+                           float* out) {
+    const std::size_t q_row = static_cast<std::size_t>(q_heads) * shape().head_dim,
+                      kv_row = static_cast<std::size_t>(shape().kv_heads) * shape().head_dim;
+    for (int t = 0; t < n; ++t)
+        attend(layer, pos + t, q + t * q_row, q_heads, k + t * kv_row, v + t * kv_row, out + t * q_row);
+}
+
 TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed, ThreadPool* pool)
     : shape_(shape), kv_(kv) {
     const Levers& lv = kv.levers;
@@ -88,6 +96,15 @@ void TurboQuantCache::attend(int layer, int pos, const float* q, int q_heads, co
     std::size_t q_row = static_cast<std::size_t>(q_heads) * shape_.head_dim;
     auto [c, l] = layer_[static_cast<std::size_t>(layer)];
     caches_[c]->attention(l, pos, {q, q_row}, {k, row}, {v, row}, {out, q_row});
+}
+
+void TurboQuantCache::attend_batch(int layer, int pos, int n, const float* q, int q_heads, const float* k,
+                                   const float* v, float* out) {
+    if (layer < 0 || layer >= shape_.layers) throw std::out_of_range("tq cache: layer " + std::to_string(layer) + " out of range");
+    const std::size_t row = static_cast<std::size_t>(n) * shape_.kv_heads * shape_.head_dim;
+    const std::size_t q_row = static_cast<std::size_t>(n) * q_heads * shape_.head_dim;
+    auto [c, l] = layer_[static_cast<std::size_t>(layer)];
+    caches_[c]->attention_batch(l, pos, n, {q, q_row}, {k, row}, {v, row}, {out, q_row});
 }
 
 void TurboQuantCache::clear() {

@@ -34,10 +34,15 @@ public:
     // positions 0..pos (a layer with a window w: pos-w+1..pos), writing out
     // (q_heads × head_dim) with softmax(q·k / sqrt(head_dim)).  Positions come in order.
     virtual void attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) = 0;
+    // attend for tokens pos .. pos+n-1 (q, out: n × q_heads × head_dim; k, v: n × kv_heads ×
+    // head_dim), token i seeing positions up to pos+i; by default one attend per token.
+    virtual void attend_batch(int layer, int pos, int n, const float* q, int q_heads, const float* k, const float* v,
+                              float* out);
     virtual void clear() = 0;
     virtual std::size_t bytes_per_token() const = 0;  // all layers, keys and values
     virtual double bytes_per_token_all_in() const { return double(bytes_per_token()); }  // with amortized side data
     virtual std::string name() const = 0;
+    virtual const CacheShape& shape() const = 0;
 };
 
 class Fp32Cache final : public KvCache {
@@ -47,6 +52,7 @@ public:
     void clear() override {}
     std::size_t bytes_per_token() const override;
     std::string name() const override { return "fp32"; }
+    const CacheShape& shape() const override { return shape_; }
 
 private:
     CacheShape shape_;
@@ -56,6 +62,8 @@ private:
 
 class TurboQuantCache final : public KvCache {
 public:
+    void attend_batch(int layer, int pos, int n, const float* q, int q_heads, const float* k, const float* v,
+                      float* out) override;  // tq::KVCache::attention_batch
     // Throws tq::Error if (head_dim, key_bits, value_bits) is not compiled in.  Attention
     // runs on pool's threads (fa_tq_cache_set_parallel_for) when it has more than one.
     TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint64_t seed, ThreadPool* pool);
@@ -64,6 +72,7 @@ public:
     std::size_t bytes_per_token() const override;
     double bytes_per_token_all_in() const override;
     std::string name() const override;
+    const CacheShape& shape() const override { return shape_; }
 
 private:
     CacheShape shape_;
@@ -88,6 +97,7 @@ public:
     void clear() override {}
     std::size_t bytes_per_token() const override;
     std::string name() const override;
+    const CacheShape& shape() const override { return shape_; }
 
 private:
     void store(std::vector<std::uint8_t>& to, std::size_t at, const float* x, const std::optional<BlockHadamard>& rotation);

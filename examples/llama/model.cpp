@@ -168,13 +168,13 @@ std::vector<float> Model::hidden(ThreadPool& pool, std::span<const std::int32_t>
             rms_norm(q.data(), w.q_norm.data(), n * c.heads, c.head_dim, c.norm_eps, q.data());
             rms_norm(k.data(), w.k_norm.data(), n * c.kv_heads, c.head_dim, c.norm_eps, k.data());
         }
-        for (int t = 0; t < n; ++t) {  // causal: token t sees positions up to pos + t
+        for (int t = 0; t < n; ++t) {
             const float* cs = &table[static_cast<std::size_t>(t) * c.head_dim];
             rope(&q[static_cast<std::size_t>(t) * qd], c.heads, c.head_dim, cs, c.rope_neox);
             rope(&k[static_cast<std::size_t>(t) * kv], c.kv_heads, c.head_dim, cs, c.rope_neox);
-            cache.attend(l, pos + t, &q[static_cast<std::size_t>(t) * qd], c.heads, &k[static_cast<std::size_t>(t) * kv],
-                         &v[static_cast<std::size_t>(t) * kv], &att[static_cast<std::size_t>(t) * qd]);
         }
+        // causal: token t sees positions up to pos + t
+        cache.attend_batch(l, pos, n, q.data(), c.heads, k.data(), v.data(), att.data());
         matmul(pool, att.data(), n, qd, w.wo.data(), c.dim, proj.data());
         if (c.post_norms) rms_norm(proj.data(), w.post_attn_norm.data(), n, c.dim, c.norm_eps, proj.data());
         for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];

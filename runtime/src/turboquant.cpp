@@ -75,6 +75,20 @@ void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<
                           softmax_scale, out.data()));
 }
 
+void KVCache::attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
+                              std::span<const float> v, std::span<float> out, float softmax_scale) {
+    if (n_tokens < 1)
+        throw Error(TQ_ERROR_INVALID_ARGUMENT, "tq::KVCache: n_tokens must be >= 1, got " + std::to_string(n_tokens));
+    const std::size_t d = head_dim(), kv = std::size_t(num_heads_) * d * std::size_t(n_tokens);
+    check_size("k", k.size(), kv);
+    check_size("v", v.size(), kv);
+    check_size("out", out.size(), q.size());
+    const std::size_t row = d * std::size_t(n_tokens);
+    if (q.size() % row != 0) check_size("q", q.size(), (q.size() / row + 1) * row);
+    check(fa_tq_attention_batch(state(layer), cache_.get(), layer, pos, n_tokens, q.data(), int(q.size() / row),
+                                k.data(), v.data(), softmax_scale, out.data()));
+}
+
 void KVCache::set_threads(int n_threads) { check(fa_tq_cache_set_threads(cache_.get(), n_threads)); }
 void KVCache::set_parallel_for(fa_tq_parallel_for fn, void* ctx) {
     check(fa_tq_cache_set_parallel_for(cache_.get(), fn, ctx));

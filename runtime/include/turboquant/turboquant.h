@@ -155,6 +155,21 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
 int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
                     int n_q_heads, const float* k, const float* v, float softmax_scale, float* out);
 
+/* Prefill: fa_tq_attention for n_tokens tokens in one call.  Writes positions
+ * pos .. pos+n_tokens-1 (k, v: [n_tokens][num_heads][head_dim]) and attends
+ * query token i (q, out: [n_tokens][n_q_heads][head_dim]) causally over
+ * positions 0 .. pos+i (a ring: the last max_seq_len).  The cache ends as
+ * n_tokens fa_tq_attention calls would leave it, byte for byte, and out equals
+ * theirs to float rounding.  Each key chunk is read once for a tile of queries
+ * (all heads of its group), and the work splits over the cache's executor by KV
+ * head and query tile.  A ring that wraps within the call attends token by
+ * token (a later token overwrites positions an earlier query sees).  All or
+ * nothing: if any token is refused (as fa_tq_attention would refuse it), the
+ * cache and out are left as they were. */
+int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, int n_tokens,
+                          const float* q, int n_q_heads, const float* k, const float* v, float softmax_scale,
+                          float* out);
+
 /* Threads inside one attention call.  With an executor set, fa_tq_attention
  * splits its work by KV head and along the sequence (flash-decoding: chunks of
  * FA_TQ_PARALLEL_CHUNK or more positions, each keeping its max, its sum and its

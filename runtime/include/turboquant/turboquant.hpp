@@ -62,6 +62,10 @@ public:
     // k, v: num_heads * head_dim; q, out: n_q_heads * head_dim (n_q_heads from q's size).
     void attention(int layer, int pos, std::span<const float> q, std::span<const float> k, std::span<const float> v,
                    std::span<float> out, float softmax_scale = 0);
+    // Prefill (fa_tq_attention_batch): k, v: n_tokens * num_heads * head_dim;
+    // q, out: n_tokens * n_q_heads * head_dim.
+    void attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
+                         std::span<const float> v, std::span<float> out, float softmax_scale = 0);
     // Threads inside one attention call (fa_tq_cache_set_threads): 1 is one pass
     // on the calling thread; n > 1 the cache's own pool of n threads.
     void set_threads(int n_threads);

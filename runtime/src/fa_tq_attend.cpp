@@ -1,0 +1,508 @@
+// The fused attention on the packed cache: one query token (decode) or a chunk of
+// them (prefill), split into tasks for the cache's executor.
+//
+// Per query head, in the rotated domain (R orthonormal, so <q, k> = <Rq, Rk>):
+//   q' = softmax_scale * R q
+//   s_t = key_scale_t * <q'_b, c[key levels_t]> + softmax_scale * <q, mu_b> (score kernel + mean)
+//   p_t = exp(s_t - max s) / sum                                              (stable softmax)
+//   a   = sum_t p_t * value_scale_t * c[value levels_t]                       (accumulate kernel)
+//   out = R^T a + sum_b (sum_{t in b} p_t) nu_b                               (one inverse rotation)
+// mu_b / nu_b are the key / value means of position t's block b (zero when not
+// centered); the weights sum to 1, so adding nu_b back per block is exact.  With
+// smoothing, block b's keys were divided by channel scales sigma_b, so the query
+// is multiplied by them: q'_b = softmax_scale * R (q * sigma_b), exact for scores.
+// Sink positions use their exact vectors instead (docs/levers.md).
+#include "fa_tq_attend.hpp"
+
+#include "fa_tq_blocks.hpp"
+#include "half_float.hpp"
+#include "last_error.hpp"
+#include "norms.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <new>
+#include <string>
+
+namespace tq::detail {
+namespace {
+
+
+// Positions [begin, end) of one kind: sinks, or one mean block, in consecutive slots.
+struct Piece {
+    long pos_begin, pos_end;  // cache positions (absolute minus evicted)
+    std::size_t slot_begin;
+    bool sink;
+};
+
+// Cuts the visible positions [first, last] at sink and block boundaries and at the ring's wrap.
+void cut_pieces(const fa_tq_cache* cache, const fa_tq_layer& lay, long first, long last, std::vector<Piece>& out) {
+    out.clear();
+    const bool blocks = has_blocks(lay.keys) || has_blocks(lay.values);
+    for (long p = first; p <= last;) {
+        const long a = p + cache->evicted;
+        long end = last + 1;
+        const bool sink = is_sink(lay.levers, a);
+        if (sink)
+            end = std::min(end, lay.levers.sinks - cache->evicted);
+        else if (blocks)
+            end = std::min(end, block_end(lay.levers, block_of(lay.levers, a)) - cache->evicted);
+        if (cache->ring) end = std::min(end, (p / cache->max_seq_len + 1) * long(cache->max_seq_len));
+        out.push_back({p, end, std::size_t(cache->slot(int(p))), sink});
+        p = end;
+    }
+}
+
+// A magnitude in a message: "1.2e+39".
+std::string magnitude(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", x);
+    return text;
+}
+
+// How the visible slots [0, n) are cut for flash-decoding: one chunk when the cache
+// has no executor (today's one pass), else chunks of FA_TQ_PARALLEL_CHUNK or more
+// slots, at most kMaxChunks per KV head.  Never depends on the thread count.
+struct Chunking {
+    std::size_t length, count;
+};
+
+Chunking chunking(std::size_t n, bool parallel, int kv_heads) {
+    // At most 64 chunks (bounds the partials kept for the merge), and an int's worth of tasks.
+    const std::size_t max_chunks = std::min<std::size_t>(64, std::size_t(INT_MAX / kv_heads));
+    if (!parallel || max_chunks < 2) return {n, 1};
+    const std::size_t length = std::max<std::size_t>(FA_TQ_PARALLEL_CHUNK, (n + max_chunks - 1) / max_chunks);
+    return {length, (n + length - 1) / length};
+}
+
+// What one query head's attention over one chunk leaves for the merge: its max
+// score and the sum of exp(score - max); its output, normalized by that sum, is
+// written in two parts: acc (rotated domain, from the packed values) and extra
+// (original domain: the means and sinks).
+struct Partial {
+    float max;
+    double sum;
+};
+
+// The attention of one KV head's query heads over chunks of its visible slots.
+struct ChunkAttention {
+    const fa_tq_state* state;
+    const fa_tq_cache* cache;
+    const fa_tq_layer& lay;
+    const std::vector<Piece>& pieces;
+    const float* q;      // [n_q_heads][d], as given
+    const float* q_rot;  // [n_q_heads][d], scale * R q
+    float scale;
+    int group;  // query heads per KV head
+
+    // The exact vector of slot `slot` of a sink piece.
+    const float* sink(const fa_tq_stream& s, int kv_head, const Piece& pc, std::size_t slot) const {
+        const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + (slot - pc.slot_begin);
+        return &s.sink_vectors[(std::size_t(kv_head) * lay.levers.sinks + a) * std::size_t(state->head_dim)];
+    }
+
+    // Query head h over slots [c0, c1), writing acc[d] and extra[d].  scores: c1 - c0
+    // floats and q_smooth: d floats of scratch.
+    Partial run(int h, const float* key_scales, const float* value_scales, std::size_t c0, std::size_t c1,
+                float* scores, float* q_smooth, float* acc, double* extra) const {
+        const tq_kernels& kern = *state->kernels;
+        const int d = state->head_dim, kv_head = h / group;
+        const fa_tq_stream& ks = lay.keys;
+        const fa_tq_stream& vs = lay.values;
+        const std::size_t base = cache->stream_index(kv_head), hd = std::size_t(kv_head) * d;
+        const float* qh = q + std::size_t(h) * d;
+        // Each piece's slots that fall in [c0, c1): [s0, s1).
+        auto span = [&](const Piece& pc, std::size_t& s0, std::size_t& s1) {
+            s0 = std::max(pc.slot_begin, c0);
+            s1 = std::min(pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin), c1);
+            return s0 < s1;
+        };
+        std::size_t s0, s1;
+        for (const Piece& pc : pieces) {
+            if (!span(pc, s0, s1)) continue;
+            float* sc = scores + (s0 - c0);
+            if (pc.sink) {
+                for (std::size_t t = s0; t < s1; ++t) {
+                    const float* k = sink(ks, kv_head, pc, t);
+                    double dot = 0;
+                    for (int i = 0; i < d; ++i) dot += double(qh[i]) * k[i];
+                    sc[t - s0] = float(scale * dot);
+                }
+                continue;
+            }
+            const BlockData block = stored_block(cache, lay, ks, pc.pos_begin);
+            const float* query = q_rot + std::size_t(h) * d;
+            if (block.smooth) {
+                for (int i = 0; i < d; ++i) q_smooth[i] = qh[i] * half_to_float(block.smooth[hd + i]);
+                kern.rotate(state->signs.data(), q_smooth, q_smooth);
+                for (int i = 0; i < d; ++i) q_smooth[i] *= scale;
+                query = q_smooth;
+            }
+            kern.key->score(query, &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0, s1 - s0, sc);
+            if (block.mean) {
+                double dot = 0;
+                for (int i = 0; i < d; ++i) dot += double(qh[i]) * half_to_float(block.mean[hd + i]);
+                const float offset = float(scale * dot);
+                for (std::size_t t = 0; t < s1 - s0; ++t) sc[t] += offset;
+            }
+        }
+        const std::size_t n = c1 - c0;
+        const float m = *std::max_element(scores, scores + n);
+        double sum = 0;
+        for (std::size_t t = 0; t < n; ++t) {
+            scores[t] = std::exp(scores[t] - m);
+            sum += scores[t];
+        }
+        // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
+        const float inv = static_cast<float>(1 / sum);
+        for (std::size_t t = 0; t < n; ++t) scores[t] *= inv;
+        std::fill(acc, acc + d, 0.0f);
+        std::fill(extra, extra + d, 0.0);
+        for (const Piece& pc : pieces) {
+            if (!span(pc, s0, s1)) continue;
+            const float* w = scores + (s0 - c0);
+            if (pc.sink) {
+                for (std::size_t t = s0; t < s1; ++t) {
+                    const float* v = sink(vs, kv_head, pc, t);
+                    for (int i = 0; i < d; ++i) extra[i] += double(w[t - s0]) * v[i];
+                }
+                continue;
+            }
+            kern.value->accumulate(w, &vs.codes[(base + s0) * vs.code_bytes], value_scales + s0, s1 - s0, acc);
+            if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean) {
+                double wsum = 0;
+                for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[t];
+                for (int i = 0; i < d; ++i) extra[i] += wsum * half_to_float(mean[hd + i]);
+            }
+        }
+        return {m, sum};
+    }
+};
+
+// One decode call's flash-decoding: task (g, c) runs KV head g's query heads over
+// chunk c; merge() combines each query head's chunks and writes out.
+struct DecodeJob {
+    const ChunkAttention& attend;
+    const fa_tq_stream &keys, &values;
+    Chunking chunks;
+    std::size_t n;
+    int d;
+    bool f16;
+    float *key_scales, *value_scales;  // [kv_head][n]: halves widened by each chunk's task
+    float* scores;                     // [task][chunks.length]
+    float* q_smooth;                   // [task][d]
+    float* acc;                        // [query head][chunk][d]
+    double* extra;                     // [query head][chunk][d]
+    Partial* partials;                 // [query head][chunk]
+
+    static void task(void* arg, int index) { static_cast<const DecodeJob*>(arg)->run(index); }
+
+    void run(int index) const {
+        const std::size_t t = std::size_t(index), g = t / chunks.count, c = t % chunks.count;
+        const std::size_t c0 = c * chunks.length, c1 = std::min(n, c0 + chunks.length);
+        const float* ks = widen(keys, g, c0, c1, key_scales);
+        const float* vs = widen(values, g, c0, c1, value_scales);
+        for (int h = int(g) * attend.group; h < int(g + 1) * attend.group; ++h) {
+            const std::size_t p = std::size_t(h) * chunks.count + c;
+            partials[p] = attend.run(h, ks, vs, c0, c1, scores + t * chunks.length, q_smooth + t * d,
+                                     acc + p * d, extra + p * d);
+        }
+    }
+
+    // KV head g's scales as floats, slots [c0, c1) made ready.
+    const float* widen(const fa_tq_stream& s, std::size_t g, std::size_t c0, std::size_t c1, float* buf) const {
+        const std::size_t base = attend.cache->stream_index(int(g));
+        if (!f16) return &s.scales32[base];
+        float* head = buf + g * n;
+        for (std::size_t i = c0; i < c1; ++i) head[i] = half_to_float(s.scales16[base + i]);
+        return head;
+    }
+
+    // Query head h's output: its chunks merged by log-sum-exp (exact for one chunk).
+    void merge(int h, float* merged, double* merged_extra, float* out) const {
+        const tq_kernels& kern = *attend.state->kernels;
+        const Partial* p = partials + std::size_t(h) * chunks.count;
+        const float* a = acc + std::size_t(h) * chunks.count * d;
+        const double* e = extra + std::size_t(h) * chunks.count * d;
+        if (chunks.count == 1) {
+            kern.unrotate(attend.state->signs.data(), a, out);
+            for (int i = 0; i < d; ++i) out[i] += float(e[i]);
+            return;
+        }
+        float m = p[0].max;
+        for (std::size_t c = 1; c < chunks.count; ++c) m = std::max(m, p[c].max);
+        double total = 0;
+        for (std::size_t c = 0; c < chunks.count; ++c) total += p[c].sum * std::exp(double(p[c].max) - m);
+        std::fill(merged_extra, merged_extra + 2 * d, 0.0);  // [0, d): acc, [d, 2d): extra
+        for (std::size_t c = 0; c < chunks.count; ++c) {
+            const double w = p[c].sum * std::exp(double(p[c].max) - m) / total;
+            for (int i = 0; i < d; ++i) {
+                merged_extra[i] += w * a[c * d + i];
+                merged_extra[d + i] += w * e[c * d + i];
+            }
+        }
+        for (int i = 0; i < d; ++i) merged[i] = float(merged_extra[i]);
+        kern.unrotate(attend.state->signs.data(), merged, out);
+        for (int i = 0; i < d; ++i) out[i] += float(merged_extra[d + i]);
+    }
+};
+
+
+// A prefill call: task (g, tile) runs KV head g's query heads for a tile of query
+// tokens, key chunk by key chunk, so that each chunk's codes are read from memory
+// once per tile and stay in cache for its queries; each (token, head) folds its
+// chunks' partials into a running max, sum and normalized output (online softmax).
+struct PrefillJob {
+    const fa_tq_state* state;
+    const fa_tq_cache* cache;
+    const fa_tq_layer& lay;
+    const std::vector<Piece>& pieces;
+    const float* q;      // [token][query head][d]
+    const float* q_rot;  // [token][query head][d], scale * R q
+    int pos, n_tokens, n_q_heads, group, d;
+    float scale;
+    const float* key_scales;    // [kv_head][n] as floats
+    const float* value_scales;
+    std::size_t n, tiles;
+    float* scores;        // [task][kPrefillChunk]
+    float* q_smooth;      // [task][d]
+    float* chunk_acc;     // [task][d]
+    double* chunk_extra;  // [task][d]
+    float* acc;           // [token][query head][d], running
+    double* extra;        // [token][query head][d], running
+    Partial* running;     // [token][query head]
+    float* out;
+
+    static constexpr int kTile = 16;  // query tokens per task
+
+    static void task(void* arg, int index) { static_cast<const PrefillJob*>(arg)->run(index); }
+
+    void run(int index) const {
+        const std::size_t t = std::size_t(index), g = t / tiles, tile = t % tiles;
+        const int i0 = int(tile) * kTile, i1 = std::min(n_tokens, i0 + kTile);
+        const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last query sees
+        const float* ks = key_scales + g * n;
+        const float* vs = value_scales + g * n;
+        float* sc = scores + t * FA_TQ_PARALLEL_CHUNK;
+        for (std::size_t c0 = 0; c0 < needed; c0 += FA_TQ_PARALLEL_CHUNK) {
+            const std::size_t c1 = std::min(needed, c0 + FA_TQ_PARALLEL_CHUNK);
+            for (int i = i0; i < i1; ++i) {
+                const std::size_t seen = std::min(c1, std::size_t(pos + i + 1));
+                if (seen <= c0) continue;
+                const std::size_t row = std::size_t(i) * n_q_heads;
+                const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d, scale, group};
+                for (int h = int(g) * group; h < int(g + 1) * group; ++h) {
+                    const Partial p = at.run(h, ks, vs, c0, seen, sc, q_smooth + t * d,
+                                             chunk_acc + t * d, chunk_extra + t * d);
+                    fold(row + h, p, chunk_acc + t * d, chunk_extra + t * d, c0 == 0);
+                }
+            }
+        }
+        const tq_kernels& kern = *state->kernels;
+        for (int i = i0; i < i1; ++i)
+            for (int h = int(g) * group; h < int(g + 1) * group; ++h) {
+                const std::size_t r = (std::size_t(i) * n_q_heads + h) * d;
+                kern.unrotate(state->signs.data(), acc + r, out + r);
+                for (int j = 0; j < d; ++j) out[r + j] += float(extra[r + j]);
+            }
+    }
+
+    // Folds a chunk's partial into (token, head) r's running state: both outputs are
+    // normalized, so the new one is their mix weighted by sum x exp(max - new max).
+    void fold(std::size_t r, const Partial& p, const float* a, const double* e, bool first) const {
+        float* ra = acc + r * d;
+        double* re = extra + r * d;
+        Partial& run = running[r];
+        if (first) {
+            run = p;
+            std::copy(a, a + d, ra);
+            std::copy(e, e + d, re);
+            return;
+        }
+        const float m = std::max(run.max, p.max);
+        const double old_w = run.sum * std::exp(double(run.max) - m), new_w = p.sum * std::exp(double(p.max) - m);
+        const double total = old_w + new_w, wa = old_w / total, wb = new_w / total;
+        for (int j = 0; j < d; ++j) {
+            ra[j] = float(wa * ra[j] + wb * a[j]);
+            re[j] = wa * re[j] + wb * e[j];
+        }
+        run = {m, total};
+    }
+};
+
+// This thread's attention buffers, sized by reserve_* before anything is written.
+struct Scratch {
+    std::vector<float> q_rot, scores, q_smooth, acc, key_scales, value_scales, merged, chunk_acc;
+    std::vector<double> extra, merged_extra, chunk_extra;
+    std::vector<Partial> partials;
+    std::vector<Piece> pieces;
+};
+thread_local Scratch scratch;
+
+// KV head g's scales of slots [0, n) as floats: the stream's own, or halves widened into buf.
+const float* widen_all(const fa_tq_cache* cache, const fa_tq_stream& s, bool f16, std::size_t n, float* buf) {
+    if (!f16) return s.scales32.data();
+    for (int g = 0; g < cache->num_heads; ++g) {
+        const std::size_t base = cache->stream_index(g);
+        for (std::size_t i = 0; i < n; ++i) buf[std::size_t(g) * n + i] = half_to_float(s.scales16[base + i]);
+    }
+    return buf;
+}
+
+void rotate_queries(const fa_tq_state* state, const float* q, std::size_t heads, float scale, float* q_rot) {
+    const int d = state->head_dim;
+    for (std::size_t h = 0; h < heads; ++h) {
+        float* qr = q_rot + h * d;
+        state->kernels->rotate(state->signs.data(), q + h * d, qr);
+        for (int i = 0; i < d; ++i) qr[i] *= scale;
+    }
+}
+
+}  // namespace
+
+int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_q_heads) {
+    const int kv_heads = cache->num_heads, d = lay.head_dim;
+    const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
+    const Chunking chunks = chunking(n, cache->parallel(), kv_heads);
+    const std::size_t tasks = std::size_t(kv_heads) * chunks.count, parts = std::size_t(n_q_heads) * chunks.count;
+    const bool f16 = lay.levers.f16_scales;
+    Scratch& s = scratch;
+    try {
+        s.q_rot.resize(std::size_t(n_q_heads) * d);
+        s.scores.resize(tasks * chunks.length);
+        s.q_smooth.resize(tasks * d);
+        s.acc.resize(parts * d);
+        s.extra.resize(parts * d);
+        s.partials.resize(parts);
+        s.key_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+        s.value_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+        s.merged.resize(d);
+        s.merged_extra.resize(2 * std::size_t(d));
+        cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
+    } catch (const std::bad_alloc&) {
+        return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
+    }
+    return FA_TQ_OK;
+}
+
+void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
+                   const float* q, int n_q_heads, float scale, float* out) {
+    const int kv_heads = cache->num_heads, d = state->head_dim;
+    const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
+    const Chunking chunks = chunking(n, cache->parallel(), kv_heads);
+    Scratch& s = scratch;
+    rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
+    const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads};
+    const DecodeJob job{attend,
+                        lay.keys,
+                        lay.values,
+                        chunks,
+                        n,
+                        d,
+                        lay.levers.f16_scales,
+                        s.key_scales.data(),
+                        s.value_scales.data(),
+                        s.scores.data(),
+                        s.q_smooth.data(),
+                        s.acc.data(),
+                        s.extra.data(),
+                        s.partials.data()};
+    cache->run_tasks(int(std::size_t(kv_heads) * chunks.count), &DecodeJob::task, const_cast<DecodeJob*>(&job));
+    for (int h = 0; h < n_q_heads; ++h) job.merge(h, s.merged.data(), s.merged_extra.data(), out + std::size_t(h) * d);
+}
+
+int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
+                    int n_q_heads) {
+    const int kv_heads = cache->num_heads, d = lay.head_dim;
+    const std::size_t n = std::size_t(pos) + std::size_t(n_tokens);
+    const std::size_t tiles = (std::size_t(n_tokens) + PrefillJob::kTile - 1) / PrefillJob::kTile;
+    const std::size_t tasks = std::size_t(kv_heads) * tiles, rows = std::size_t(n_tokens) * n_q_heads;
+    const bool f16 = lay.levers.f16_scales;
+    Scratch& s = scratch;
+    try {
+        s.q_rot.resize(rows * d);
+        s.scores.resize(tasks * FA_TQ_PARALLEL_CHUNK);
+        s.q_smooth.resize(tasks * d);
+        s.chunk_acc.resize(tasks * d);
+        s.chunk_extra.resize(tasks * d);
+        s.acc.resize(rows * d);
+        s.extra.resize(rows * d);
+        s.partials.resize(rows);
+        s.key_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+        s.value_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+        cut_pieces(cache, lay, 0, long(n) - 1, s.pieces);
+    } catch (const std::bad_alloc&) {
+        return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +
+                                                " query tokens over " + std::to_string(n) + " positions");
+    }
+    return FA_TQ_OK;
+}
+
+void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
+                    int n_tokens, const float* q, int n_q_heads, float scale, float* out) {
+    const int kv_heads = cache->num_heads, d = state->head_dim;
+    const std::size_t n = std::size_t(pos) + std::size_t(n_tokens);
+    const std::size_t tiles = (std::size_t(n_tokens) + PrefillJob::kTile - 1) / PrefillJob::kTile;
+    const bool f16 = lay.levers.f16_scales;
+    Scratch& s = scratch;
+    rotate_queries(state, q, std::size_t(n_tokens) * n_q_heads, scale, s.q_rot.data());
+    // Linear (or a ring not yet wrapped): slot = position, and every stream holds max_seq_len slots per head.
+    const std::size_t stride = std::size_t(cache->max_seq_len);
+    const float* ks = f16 ? widen_all(cache, lay.keys, true, n, s.key_scales.data()) : lay.keys.scales32.data();
+    const float* vs = f16 ? widen_all(cache, lay.values, true, n, s.value_scales.data()) : lay.values.scales32.data();
+    const PrefillJob job{state, cache, lay, s.pieces, q, s.q_rot.data(), pos, n_tokens, n_q_heads,
+                         n_q_heads / kv_heads, d, scale, ks, vs, f16 ? n : stride, tiles,
+                         s.scores.data(), s.q_smooth.data(), s.chunk_acc.data(), s.chunk_extra.data(),
+                         s.acc.data(), s.extra.data(), s.partials.data(), out};
+    cache->run_tasks(int(std::size_t(kv_heads) * tiles), &PrefillJob::task, const_cast<PrefillJob*>(&job));
+}
+
+// Refuses (before anything is written) a query whose scores could overflow or turn
+// NaN.  The scaled query: |softmax_scale R (q * sigma)| <= softmax_scale sigma_max |q|
+// must stay well within float on its own (a zero key does not make inf * 0 finite),
+// and its rotation needs |q * sigma| <= TQ_MAX_NORM.  The scores:
+// |score| <= softmax_scale |q| max_t |k_t|, and |k_t| <= max sigma |key scale_t| + |mean_t|
+// (|c_hat| <= 1, sigma the smoothing scales), or the sink's exact norm.
+int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, const EncodedToken& key,
+                      const float* k, const float* q, int n_q_heads, int d, float scale) {
+    constexpr double kFloatReach = 1e37;  // scores and scaled queries stay below: a margin to FLT_MAX for sums
+    const fa_tq_stream& s = lay.keys;
+    // What the stream holds (its bounds since the last clear), and this token's key.
+    double scale_max = s.scale_bound, extra_max = s.extra_bound, smooth_max = s.smooth_bound;
+    for (std::uint16_t x : key.smooth) smooth_max = std::max(smooth_max, double(half_to_float(x)));
+    for (float x : key.scales) scale_max = std::max(scale_max, double(std::abs(x)));
+    for (std::size_t i = 0; i + d <= key.mean.size(); i += d) extra_max = std::max(extra_max, half_norm(&key.mean[i], d));
+    for (int h = 0; h < cache->num_heads; ++h) extra_max = std::max(extra_max, norm(k + std::size_t(h) * d, d));
+    double q_max = 0;
+    for (int h = 0; h < n_q_heads; ++h) q_max = std::max(q_max, norm(q + std::size_t(h) * d, d));
+    if (smooth_max * q_max > TQ_MAX_NORM(d))  // its rotation would overflow
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": a query head's norm " + magnitude(q_max) +
+                                        (smooth_max > 1 ? " times the smoothing scales' " + magnitude(smooth_max) : "") +
+                                        " exceeds TQ_MAX_NORM(" + std::to_string(d) + ")");
+    if (double(scale) * smooth_max * q_max > kFloatReach)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": softmax_scale x |q| reaches " +
+                                        magnitude(double(scale) * smooth_max * q_max) +
+                                        ", beyond what float queries hold (1e37)");
+    const double reach = double(scale) * q_max * (smooth_max * scale_max + extra_max);
+    if (reach > kFloatReach)
+        return fail(TQ_ERROR_RANGE, std::string(fn) + ": |q| x |k| x softmax_scale reaches " + magnitude(reach) +
+                                        ", beyond what float scores hold (1e37)");
+    return FA_TQ_OK;
+}
+
+// Smoothing learns the channel energies of each KV head's queries (its group's).
+void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads, int d) {
+    if (!lay.levers.smooth_keys) return;
+    const int group = n_q_heads / kv_heads;
+    for (int h = 0; h < n_q_heads; ++h)
+        for (int i = 0; i < d; ++i) {
+            const double x = q[std::size_t(h) * d + i];
+            lay.query_sum_sq[std::size_t(h / group) * d + i] += x * x / group;
+        }
+    ++lay.query_count;
+}
+
+
+}  // namespace tq::detail

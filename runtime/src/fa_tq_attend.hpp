@@ -1,0 +1,35 @@
+// The fused attention on the packed cache behind fa_tq_attention (one query token)
+// and fa_tq_attention_batch (a chunk of them): the range check, what smoothing
+// learns from queries, and the attention itself, run as tasks on the cache's
+// executor (fa_tq_cache_set_threads).  reserve_* sizes this thread's buffers
+// before the caller writes anything, so that running out of memory changes nothing.
+#pragma once
+
+#include "fa_tq_internal.hpp"
+#include "fa_tq_token.hpp"
+
+namespace tq::detail {
+
+// Refuses a query whose scores could overflow or turn NaN (TQ_ERROR_RANGE): key is
+// this token's encoded key, k its input; q the n_q_heads query heads.
+int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, const EncodedToken& key,
+                      const float* k, const float* q, int n_q_heads, int d, float scale);
+
+// Smoothing learns the channel energies of each KV head's queries (its group's).
+void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads, int d);
+
+// Decode: the query token at pos attends over positions 0..pos (a ring: the last
+// max_seq_len), all written; out[n_q_heads * d].
+int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_q_heads);
+void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
+                   const float* q, int n_q_heads, float scale, float* out);
+
+// Prefill: query token i (q, out: [n_tokens][n_q_heads][d]) attends over positions
+// 0..pos+i, all written, with slot = position (a linear cache, or a ring that has
+// not wrapped: pos + n_tokens <= max_seq_len).
+int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
+                    int n_q_heads);
+void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
+                    int n_tokens, const float* q, int n_q_heads, float scale, float* out);
+
+}  // namespace tq::detail

@@ -1,0 +1,41 @@
+// What writing positions pos..pos+n-1 can change in one layer, kept so that a
+// batch refused part-way (a later token out of range) leaves the cache as it
+// was: every stream's small state whole, and the codes and scales of the slots
+// those positions take.
+#pragma once
+
+#include "fa_tq_internal.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace tq::detail {
+
+class LayerUndo {
+public:
+    LayerUndo(const fa_tq_cache* cache, int layer, int pos, int n);  // throws std::bad_alloc
+    void restore(fa_tq_cache* cache) const;
+
+private:
+    struct Stream {
+        int length;
+        long count, first_block, blocks;
+        std::vector<double> sum, sum_sq;
+        std::vector<std::uint16_t> means, smooth;
+        std::vector<float> sink_vectors;
+        double scale_bound, extra_bound, smooth_bound;
+        std::vector<std::uint8_t> codes;      // [head][slot of slots_]
+        std::vector<float> scales32;          // [head][slot of slots_]
+        std::vector<std::uint16_t> scales16;
+    };
+    Stream save(const fa_tq_cache* cache, const fa_tq_stream& s) const;
+    void put(const fa_tq_cache* cache, const Stream& from, fa_tq_stream& s) const;
+
+    int layer_;
+    std::vector<std::size_t> slots_;
+    Stream keys_, values_;
+    std::vector<double> query_sum_sq_;
+    long query_count_;
+};
+
+}  // namespace tq::detail
