@@ -2,6 +2,7 @@
 // one run (Google Benchmark).  Prints Google Benchmark's table, then the summary
 // of docs/benchmarks.md: each figure, its baseline, the ratio and the target.
 #include "baselines.hpp"
+#include "bench_support.hpp"
 
 #include "turboquant/registry.hpp"
 #include "turboquant/turboquant.h"
@@ -10,7 +11,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,21 +18,13 @@
 
 namespace {
 
+using tq::bench::cpu_model;
+using tq::bench::fill;
+
 constexpr int kDim = 128;
 constexpr int kHeads = 16;
 constexpr std::size_t kDramKeys = 1 << 20, kCachedKeys = 4096;
 constexpr int kSeqs[] = {2048, 8192, 32768};
-
-// Cheap deterministic fill (xorshift), uniform in [-1, 1).
-void fill(std::vector<float>& v, std::uint64_t seed) {
-    std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (auto& x : v) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        x = float(s >> 40) / float(1 << 23) - 1.0f;
-    }
-}
 
 const tq_kernels& kernels(const std::string& isa, float kb, float vb) {
     const tq_kernels* k = nullptr;
@@ -264,24 +256,6 @@ void register_isa(const std::string& isa) {
     }
 }
 
-// Keeps every run's time (ns per iteration) for the summary.
-class Collector : public benchmark::ConsoleReporter {
-public:
-    std::map<std::string, double> ns;
-    void ReportRuns(const std::vector<Run>& runs) override {
-        for (const Run& r : runs)
-            ns[r.benchmark_name()] = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit) * 1e9;
-        ConsoleReporter::ReportRuns(runs);
-    }
-};
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "unknown CPU";
-}
-
 void summary(const std::map<std::string, double>& ns, const std::vector<std::string>& isas) {
     auto get = [&](const std::string& name) {
         const auto it = ns.find(name);
@@ -340,7 +314,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> isas = tq::available_isas();
     for (const auto& isa : isas) register_isa(isa);
     for (const auto& isa : isas) register_head_dims(isa);
-    Collector collector;
+    tq::bench::Collector collector;
     benchmark::RunSpecifiedBenchmarks(&collector);
     summary(collector.ns, isas);
     benchmark::Shutdown();

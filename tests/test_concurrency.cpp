@@ -65,21 +65,27 @@ TEST_CASE("concurrency: one thread per layer on one cache gives the one-thread b
     REQUIRE(state);
     std::vector<Stream> streams;
     for (int l = 0; l < layers; ++l) streams.emplace_back(d, 100 + 10 * l);
-
-    fa_tq_cache* serial = fa_tq_cache_new(state, layers, kHeads, kPositions);
-    fa_tq_cache* threaded = fa_tq_cache_new(state, layers, kHeads, kPositions);
-    REQUIRE(serial);
-    REQUIRE(threaded);
-    std::vector<std::vector<float>> want(layers), got(layers);
-    for (int l = 0; l < layers; ++l) want[l] = run(state, serial, l, streams[l], d);
-    run_together(layers, [&](int l) { got[l] = run(state, threaded, l, streams[l], d); });
-    for (int l = 0; l < layers; ++l) {
-        CAPTURE(l);
-        CHECK(same_bytes(got[l], want[l]));
+    // pool 1: one pass per call; pool 3: the four layer threads share the cache's pool,
+    // one call at a time gets its workers and the others run on their own thread
+    // (fewer positions than a chunk: one pass per KV head either way, so the same bytes).
+    for (int pool : {1, 3}) {
+        CAPTURE(pool);
+        fa_tq_cache* serial = fa_tq_cache_new(state, layers, kHeads, kPositions);
+        fa_tq_cache* threaded = fa_tq_cache_new(state, layers, kHeads, kPositions);
+        REQUIRE(serial);
+        REQUIRE(threaded);
+        REQUIRE(fa_tq_cache_set_threads(threaded, pool) == FA_TQ_OK);
+        std::vector<std::vector<float>> want(layers), got(layers);
+        for (int l = 0; l < layers; ++l) want[l] = run(state, serial, l, streams[l], d);
+        run_together(layers, [&](int l) { got[l] = run(state, threaded, l, streams[l], d); });
+        for (int l = 0; l < layers; ++l) {
+            CAPTURE(l);
+            CHECK(same_bytes(got[l], want[l]));
+        }
+        CHECK(fa_tq_cache_seq_len(threaded) == kPositions);
+        fa_tq_cache_free(serial);
+        fa_tq_cache_free(threaded);
     }
-    CHECK(fa_tq_cache_seq_len(threaded) == kPositions);
-    fa_tq_cache_free(serial);
-    fa_tq_cache_free(threaded);
     fa_tq_free(state);
 }
 
@@ -108,31 +114,5 @@ TEST_CASE("concurrency: caches sharing one state, one thread each, give the one-
         CHECK(same_bytes(got[c], want[c]));
         fa_tq_cache_free(threaded[c]);
     }
-    fa_tq_free(state);
-}
-
-TEST_CASE("concurrency: one thread per layer on a cache with its own attention pool gives the one-thread bytes") {
-    // Four layer threads share the cache's pool of 3: one call at a time gets the
-    // workers, the others run their tasks on their own thread.
-    const int d = tq::test::main_head_dim(), layers = 4;
-    const auto& v = tq::variants().front();
-    fa_tq_state* state = fa_tq_init(d, tq::test::config(tq::rate(v), tq::rate(v)), 7);
-    REQUIRE(state);
-    std::vector<Stream> streams;
-    for (int l = 0; l < layers; ++l) streams.emplace_back(d, 300 + 10 * l);
-    fa_tq_cache* serial = fa_tq_cache_new(state, layers, kHeads, kPositions);
-    fa_tq_cache* pooled = fa_tq_cache_new(state, layers, kHeads, kPositions);
-    REQUIRE(serial);
-    REQUIRE(pooled);
-    REQUIRE(fa_tq_cache_set_threads(pooled, 3) == FA_TQ_OK);
-    std::vector<std::vector<float>> want(layers), got(layers);
-    for (int l = 0; l < layers; ++l) want[l] = run(state, serial, l, streams[l], d);
-    run_together(layers, [&](int l) { got[l] = run(state, pooled, l, streams[l], d); });
-    for (int l = 0; l < layers; ++l) {
-        CAPTURE(l);
-        CHECK(same_bytes(got[l], want[l]));  // fewer positions than a chunk: one pass per KV head, on the pool
-    }
-    fa_tq_cache_free(serial);
-    fa_tq_cache_free(pooled);
     fa_tq_free(state);
 }

@@ -338,6 +338,21 @@ struct Scratch {
     std::vector<double> extra, merged_extra, chunk_extra;
     std::vector<Partial> partials;
     std::vector<Piece> pieces;
+
+    // What both kinds of call use: rotated queries, per task scores (chunk each) and a
+    // smoothed query, per part (query head x chunk, or token x query head) a partial,
+    // and scales floats of widened scales per kind.
+    void resize(std::size_t queries, std::size_t tasks, std::size_t chunk, std::size_t parts, std::size_t scales,
+                int d) {
+        q_rot.resize(queries * d);
+        scores.resize(tasks * chunk);
+        q_smooth.resize(tasks * d);
+        acc.resize(parts * d);
+        extra.resize(parts * d);
+        partials.resize(parts);
+        key_scales.resize(scales);
+        value_scales.resize(scales);
+    }
 };
 thread_local Scratch scratch;
 
@@ -370,14 +385,7 @@ int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& 
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        s.q_rot.resize(std::size_t(n_q_heads) * d);
-        s.scores.resize(tasks * chunks.length);
-        s.q_smooth.resize(tasks * d);
-        s.acc.resize(parts * d);
-        s.extra.resize(parts * d);
-        s.partials.resize(parts);
-        s.key_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
-        s.value_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
+        s.resize(std::size_t(n_q_heads), tasks, chunks.length, parts, f16 ? std::size_t(kv_heads) * n : 0, d);
         s.merged.resize(d);
         s.merged_extra.resize(2 * std::size_t(d));
         cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
@@ -422,16 +430,9 @@ int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer&
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        s.q_rot.resize(rows * d);
-        s.scores.resize(tasks * FA_TQ_PARALLEL_CHUNK);
-        s.q_smooth.resize(tasks * d);
+        s.resize(rows, tasks, FA_TQ_PARALLEL_CHUNK, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
         s.chunk_acc.resize(tasks * d);
         s.chunk_extra.resize(tasks * d);
-        s.acc.resize(rows * d);
-        s.extra.resize(rows * d);
-        s.partials.resize(rows);
-        s.key_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
-        s.value_scales.resize(f16 ? std::size_t(kv_heads) * n : 0);
         cut_pieces(cache, lay, 0, long(n) - 1, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +

@@ -1,0 +1,174 @@
+// tq-attention-bench: fa_tq_attention and fa_tq_attention_batch on real model
+// shapes, on one thread and on every core (the cache's own pool), as ratios
+// measured in one run (Google Benchmark).  Prints Google Benchmark's table, then
+// the summary of docs/benchmarks.md: decode scaling with threads, and prefill in
+// one batch call against token-by-token calls.
+#include "bench_support.hpp"
+
+#include "turboquant/turboquant.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Shape {
+    const char* name;
+    int q_heads, kv_heads, head_dim;
+};
+constexpr Shape kShapes[] = {{"smollm2", 9, 3, 64}, {"llama3-8b", 32, 8, 128}, {"gemma3-270m", 4, 1, 256}};
+constexpr int kContexts[] = {1024, 4096, 16384, 65536};
+constexpr int kPrefillContext = 4096, kPrefillTokens = 512;
+struct Rate {
+    const char* name;
+    float key_bits, value_bits;
+};
+constexpr Rate kRates[] = {{"k4v4", 4, 4}, {"k4v2", 4, 2}};
+
+int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+struct StateFree {
+    void operator()(fa_tq_state* s) const { fa_tq_free(s); }
+};
+struct CacheFree {
+    void operator()(fa_tq_cache* c) const { fa_tq_cache_free(c); }
+};
+
+// One layer of `shape` holding `filled` positions (capacity `capacity`), with the
+// library's default levers, and one token's q, k, v per position to come.
+struct Setup {
+    std::unique_ptr<fa_tq_state, StateFree> state;
+    std::unique_ptr<fa_tq_cache, CacheFree> cache;
+    std::vector<float> q, k, v, out;
+    Setup(const Shape& shape, const Rate& rate, int filled, int capacity, int tokens) {
+        fa_tq_config config = fa_tq_config_default();
+        config.key_bits = rate.key_bits;
+        config.value_bits = rate.value_bits;
+        state.reset(fa_tq_init(shape.head_dim, config, 1));
+        if (!state) throw std::runtime_error(fa_tq_last_error());
+        cache.reset(fa_tq_cache_new(state.get(), 1, shape.kv_heads, capacity));
+        if (!cache) throw std::runtime_error(fa_tq_last_error());
+        const std::size_t kv_row = std::size_t(shape.kv_heads) * shape.head_dim;
+        std::vector<float> x(kv_row);
+        for (int t = 0; t < filled; ++t) {
+            tq::bench::fill(x, 10 + std::uint64_t(t));
+            fa_tq_quantize(state.get(), cache.get(), 0, t, x.data(), true);
+            fa_tq_quantize(state.get(), cache.get(), 0, t, x.data(), false);
+        }
+        q.resize(std::size_t(tokens) * shape.q_heads * shape.head_dim);
+        k.resize(std::size_t(tokens) * kv_row);
+        v.resize(k.size());
+        out.resize(q.size());
+        tq::bench::fill(q, 1);
+        tq::bench::fill(k, 2);
+        tq::bench::fill(v, 3);
+    }
+    void threads(int n) {
+        if (fa_tq_cache_set_threads(cache.get(), n) != FA_TQ_OK) throw std::runtime_error(fa_tq_last_error());
+    }
+};
+
+std::string decode_name(const Shape& s, const Rate& r, int context, int threads) {
+    return std::string("decode/") + s.name + "/" + r.name + "/" + std::to_string(context) + "/threads:" +
+           std::to_string(threads);
+}
+
+std::string prefill_name(const Shape& s, const Rate& r, const char* how, int threads) {
+    return std::string("prefill/") + s.name + "/" + r.name + "/" + how + "/threads:" + std::to_string(threads);
+}
+
+void register_decode(const Shape& shape, const Rate& rate, int context, int threads) {
+    benchmark::RegisterBenchmark(decode_name(shape, rate, context, threads).c_str(), [=](benchmark::State& st) {
+        Setup s(shape, rate, context - 1, context, 1);
+        s.threads(threads);
+        for (auto _ : st) {  // writes the last position (again) and attends over the whole context
+            if (fa_tq_attention(s.state.get(), s.cache.get(), 0, context - 1, s.q.data(), shape.q_heads, s.k.data(),
+                                s.v.data(), 0.0f, s.out.data()) != FA_TQ_OK)
+                st.SkipWithError(fa_tq_last_error());
+            benchmark::DoNotOptimize(s.out.data());
+        }
+    })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+// A 512-token chunk attending causally over a 4k cache plus itself: one batch call,
+// or 512 fa_tq_attention calls.
+void register_prefill(const Shape& shape, const Rate& rate, bool batch, int threads) {
+    const char* how = batch ? "batch" : "token_by_token";
+    benchmark::RegisterBenchmark(prefill_name(shape, rate, how, threads).c_str(), [=](benchmark::State& st) {
+        Setup s(shape, rate, kPrefillContext, kPrefillContext + kPrefillTokens, kPrefillTokens);
+        s.threads(threads);
+        const std::size_t q_row = std::size_t(shape.q_heads) * shape.head_dim,
+                          kv_row = std::size_t(shape.kv_heads) * shape.head_dim;
+        for (auto _ : st) {
+            int rc = FA_TQ_OK;
+            if (batch)
+                rc = fa_tq_attention_batch(s.state.get(), s.cache.get(), 0, kPrefillContext, kPrefillTokens, s.q.data(),
+                                           shape.q_heads, s.k.data(), s.v.data(), 0.0f, s.out.data());
+            for (int i = 0; !batch && i < kPrefillTokens && rc == FA_TQ_OK; ++i)
+                rc = fa_tq_attention(s.state.get(), s.cache.get(), 0, kPrefillContext + i, &s.q[i * q_row],
+                                     shape.q_heads, &s.k[i * kv_row], &s.v[i * kv_row], 0.0f, &s.out[i * q_row]);
+            if (rc != FA_TQ_OK) st.SkipWithError(fa_tq_last_error());
+            benchmark::DoNotOptimize(s.out.data());
+        }
+    })->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+void summary(const std::map<std::string, double>& ns) {
+    auto get = [&](const std::string& name) {
+        const auto it = ns.find(name + "/real_time");
+        return it == ns.end() ? NAN : it->second;
+    };
+    const int n = cores();
+    std::printf("\nSummary (%s; %d cores; g++ " __VERSION__ "; ISA %s)\n", tq::bench::cpu_model().c_str(), n,
+                tq_active_isa());
+    std::printf("%-44s %12s %12s %9s %9s %s\n", "decode, 1 query token", "1 thread", "all cores", "speed-up",
+                "target", "met");
+    for (const Shape& s : kShapes)
+        for (const Rate& r : kRates)
+            for (int c : kContexts) {
+                const double one = get(decode_name(s, r, c, 1)), all = get(decode_name(s, r, c, n));
+                if (std::isnan(one) || n == 1) continue;
+                const std::string figure = std::string(s.name) + " " + r.name + " " + std::to_string(c);
+                const double target = c >= 16384 ? 0.85 * n : 0;
+                std::printf("%-44s %10.1fus %10.1fus %8.2fx %8.2fx %s\n", figure.c_str(), one / 1e3, all / 1e3,
+                            one / all, target, target == 0 ? "-" : (one / all >= target ? "yes" : "NO"));
+            }
+    std::printf("\n%-44s %12s %12s %9s\n", "prefill, 512 tokens over 4096", "token/token", "batch", "speed-up");
+    for (const Shape& s : kShapes)
+        for (const Rate& r : kRates)
+            for (int t : n > 1 ? std::vector<int>{1, n} : std::vector<int>{1}) {
+                const double one = get(prefill_name(s, r, "token_by_token", t)), b = get(prefill_name(s, r, "batch", t));
+                if (std::isnan(one)) continue;
+                const std::string figure = std::string(s.name) + " " + r.name + ", " + std::to_string(t) + " thread(s)";
+                std::printf("%-44s %10.1fms %10.1fms %8.2fx\n", figure.c_str(), one / 1e6, b / 1e6, one / b);
+            }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    std::vector<int> threads{1};
+    if (cores() > 1) threads.push_back(cores());
+    for (const Shape& s : kShapes)
+        for (const Rate& r : kRates) {
+            const tq_kernels* k = nullptr;
+            if (tq_find(s.head_dim, r.key_bits, r.value_bits, &k) != TQ_OK) continue;  // not in this build
+            for (int c : kContexts)
+                for (int t : threads) register_decode(s, r, c, t);
+            for (int t : threads)
+                for (bool batch : {false, true}) register_prefill(s, r, batch, t);
+        }
+    tq::bench::Collector collector;
+    benchmark::RunSpecifiedBenchmarks(&collector);
+    summary(collector.ns);
+    benchmark::Shutdown();
+    return 0;
+}
