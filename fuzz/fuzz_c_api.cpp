@@ -102,7 +102,7 @@ float softmax_scale_arg(Bytes& in, int d) {
 // Runs one operation on the cache and checks the contract.
 void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_tq_cache* cache, int layers, int heads,
              int positions, int d) {
-    const int op = in.byte() % 8;
+    const int op = in.byte() % 9;
     const fa_tq_state* s = in.byte() < 240 ? state : (in.byte() % 2 ? other : nullptr);
     const int layer = in.in(-1, layers);
     const std::uint8_t p = in.byte();
@@ -159,6 +159,21 @@ void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_t
         if (!(fa_tq_cache_bytes_per_token_all_in(cache) >= double(per_token)) || fa_tq_cache_seq_len(cache) < 0)
             broken("fa_tq_cache_bytes_per_token_all_in or fa_tq_cache_seq_len: implausible for a valid cache");
         if (!(before == tq::test::Snapshot(cache))) broken("a query of the cache changed it");
+        break;
+    }
+    case 8: {
+        call = "fa_tq_attention_batch";
+        const std::uint8_t h = in.byte();
+        const int q_heads = h < 200 ? heads * (1 + h % 3) : h % (4 * heads + 2);
+        const int n_tokens = in.in(-1, 6);
+        const std::size_t rows = std::size_t(std::max(n_tokens, 1));
+        const auto q = vector_arg(in, rows * std::size_t(std::max(q_heads, 1)) * d);
+        const auto k = vector_arg(in, rows * token), v = vector_arg(in, rows * token);
+        const float scale = softmax_scale_arg(in, d);
+        out.assign(q.size(), kSentinel);
+        failed = fa_tq_attention_batch(s, cache, layer, pos, n_tokens, q.data(), q_heads, k.data(), v.data(), scale,
+                                       out.data()) != FA_TQ_OK;
+        if (!failed && !finite(out.data(), out.size())) broken("fa_tq_attention_batch succeeded with a non-finite output");
         break;
     }
     case 7: {  // the attention executor: the cache's pool (bad counts too), an engine's, or none

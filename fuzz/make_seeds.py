@@ -115,6 +115,9 @@ def c_api_calls() -> dict[str, bytes]:
     def evict(n: int) -> bytes:
         return bytes([4, 0, 1, 1, n + 1])
 
+    def batch(pos: int, n: int) -> bytes:  # ..., query heads, n_tokens + 1, q, k, v, softmax scale
+        return bytes([8, 0, 1, pos + 1, 0, n + 1]) + bytes([0, pos, 20]) * 3 + bytes([1])
+
     def threads(kind: int) -> bytes:  # the executor: kind 0..3 a pool of 1..4 threads, 129 an engine's parallel-for
         return bytes([7, 0, 1, 1, kind])
 
@@ -126,7 +129,9 @@ def c_api_calls() -> dict[str, bytes]:
     return {"linear": config(defaults, one_layer) + linear, "levers": config(levers, one_layer) + linear,
             "ring": config(defaults, bytes([4, 0, 0, 15])) + ring,
             "layers": config(defaults, bytes([6, 1, 1, 15, 0])) + linear,  # two layers (the last on another seed), linear
-            "threads": config(defaults, bytes([0, 0, 2, 15])) + threads(2) + linear + threads(129) + linear}  # 3 KV heads
+            "threads": config(defaults, bytes([0, 0, 2, 15])) + threads(2) + linear + threads(129) + linear,  # 3 KV heads
+            "batch": config(defaults, one_layer) + batch(0, 5) + batch(5, 3) + decode() + batch(2, 6),
+            "ring_batch": config(defaults, bytes([4, 0, 0, 7])) + batch(0, 6) + batch(6, 6)}  # wraps 8 slots
 
 
 def main() -> int:

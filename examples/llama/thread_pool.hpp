@@ -20,7 +20,8 @@ public:
     // Runs task(i) for i in [0, size()) on every thread, the caller running i = 0; returns when all are done.
     void run(const std::function<void(int)>& task);
     // TurboQuant's fa_tq_parallel_for on this pool (pool: a ThreadPool*): task(arg, i)
-    // for every i < n_tasks, strided over the threads.
+    // for every i < n_tasks, strided over the threads.  Like run, one caller at a
+    // time: tq-llama attends its layers one after another.
     static void parallel_for(void* pool, int n_tasks, void (*task)(void* arg, int index), void* arg);
 
 private:

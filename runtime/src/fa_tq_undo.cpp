@@ -16,8 +16,11 @@ LayerUndo::LayerUndo(const fa_tq_cache* cache, int layer, int pos, int n) : laye
 }
 
 LayerUndo::Stream LayerUndo::save(const fa_tq_cache* cache, const fa_tq_stream& s) const {
-    Stream out{s.length, s.count, s.first_block, s.blocks, s.sum, s.sum_sq, s.means, s.smooth, s.sink_vectors,
-               s.scale_bound, s.extra_bound, s.smooth_bound, {}, {}, {}};
+    Stream out{s.length,      s.count,       s.first_block,
+               s.blocks,      s.sum,         s.sum_sq,
+               s.means.size(), s.smooth.size(), cache->ring ? s.means : std::vector<std::uint16_t>{},
+               cache->ring ? s.smooth : std::vector<std::uint16_t>{}, s.sink_vectors, s.scale_bound,
+               s.extra_bound, s.smooth_bound, {}, {}, {}};
     for (int h = 0; h < cache->num_heads; ++h)
         for (std::size_t slot : slots_) {
             const std::size_t i = cache->stream_index(h) + slot;
@@ -35,8 +38,13 @@ void LayerUndo::put(const fa_tq_cache* cache, const Stream& from, fa_tq_stream& 
     s.blocks = from.blocks;
     s.sum = from.sum;  // same sizes as the stream's: no allocation
     s.sum_sq = from.sum_sq;
-    s.means = from.means;  // at most the capacity reserved at creation
-    s.smooth = from.smooth;
+    if (cache->ring) {
+        s.means = from.means;  // within the capacity reserved at creation: no allocation
+        s.smooth = from.smooth;
+    } else {
+        s.means.resize(from.means_size);  // shrinks
+        s.smooth.resize(from.smooth_size);
+    }
     s.sink_vectors = from.sink_vectors;
     s.scale_bound = from.scale_bound;
     s.extra_bound = from.extra_bound;

@@ -1,7 +1,8 @@
 // What writing positions pos..pos+n-1 can change in one layer, kept so that a
 // batch refused part-way (a later token out of range) leaves the cache as it
-// was: every stream's small state whole, and the codes and scales of the slots
-// those positions take.
+// was: every stream's small state (running sums, sinks, bounds; the block data's
+// sizes, or in a ring a copy), and the codes and scales of the slots those
+// positions take.
 #pragma once
 
 #include "fa_tq_internal.hpp"
@@ -21,6 +22,9 @@ private:
         int length;
         long count, first_block, blocks;
         std::vector<double> sum, sum_sq;
+        // A linear cache only appends block data: its sizes suffice.  A ring also
+        // drops blocks at the front: a copy.
+        std::size_t means_size, smooth_size;
         std::vector<std::uint16_t> means, smooth;
         std::vector<float> sink_vectors;
         double scale_bound, extra_bound, smooth_bound;

@@ -151,7 +151,8 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
  * the float range is refused (TQ_ERROR_RANGE, nothing written): a query head
  * whose norm, times the key smoothing scales, exceeds TQ_MAX_NORM(head_dim);
  * softmax_scale x |q| above 1e37; or softmax_scale x |q| x |k| above 1e37 for
- * any key k in view. */
+ * a bound of every key stored in the layer since the last clear (a key that
+ * left a ring's window still counts). */
 int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
                     int n_q_heads, const float* k, const float* v, float softmax_scale, float* out);
 
@@ -182,9 +183,10 @@ int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int laye
  *     that finds the pool busy with another layer's call runs on its own thread;
  *   - the engine's pool, through fa_tq_cache_set_parallel_for.
  * The split depends on the number of positions only, never on the thread count
- * or the executor: every executor gives the same bytes, which equal the one-pass
- * output to float rounding.  Setting an executor needs exclusive access to the
- * cache.  n_threads: 1 .. FA_TQ_MAX_THREADS. */
+ * or on which executor runs it: a pool of any size and the engine's give the
+ * same bytes, which equal the one-pass output (no executor) to float rounding.
+ * Setting an executor needs exclusive access to the cache.  n_threads: 1 ..
+ * FA_TQ_MAX_THREADS. */
 #define FA_TQ_PARALLEL_CHUNK 256
 #define FA_TQ_MAX_THREADS 1024
 int fa_tq_cache_set_threads(fa_tq_cache* cache, int n_threads);
@@ -192,8 +194,10 @@ int fa_tq_cache_set_threads(fa_tq_cache* cache, int n_threads);
  * task(task_arg, i) once for every i in [0, n_tasks), on any threads, in any
  * order, and return when all have returned.  Tasks neither fail nor block; fn
  * is called from the thread that calls fa_tq_attention, and from several at once
- * when layers attend concurrently.  fn NULL returns the cache to one pass on the
- * calling thread (and stops its own pool, if any). */
+ * when layers attend concurrently.  While it waits, fn must not run other work
+ * on the calling thread that calls this library (as a work-stealing pool's
+ * waiting thread may): the tasks use that thread's scratch.  fn NULL returns
+ * the cache to one pass on the calling thread (and stops its own pool, if any). */
 typedef void (*fa_tq_parallel_for)(void* ctx, int n_tasks, void (*task)(void* task_arg, int index), void* task_arg);
 int fa_tq_cache_set_parallel_for(fa_tq_cache* cache, fa_tq_parallel_for fn, void* ctx);
 
