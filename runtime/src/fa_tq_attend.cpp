@@ -20,6 +20,7 @@
 #include "norms.hpp"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -53,6 +54,13 @@ void cut_pieces(const fa_tq_cache* cache, const fa_tq_layer& lay, long first, lo
         out.push_back({p, end, std::size_t(cache->slot(int(p))), sink});
         p = end;
     }
+}
+
+// Where cut_pieces' slots start again from 0 (a ring's wrap), or the number of pieces.
+std::size_t wrap_index(const std::vector<Piece>& pieces) {
+    for (std::size_t i = 1; i < pieces.size(); ++i)
+        if (pieces[i].slot_begin < pieces[i - 1].slot_begin) return i;
+    return pieces.size();
 }
 
 // A magnitude in a message: "1.2e+39".
@@ -97,6 +105,24 @@ struct ChunkAttention {
     float scale;
     int group;  // query heads per KV head
 
+    std::size_t wrap;  // pieces [0, wrap) and [wrap, size) each run in increasing slots (a ring's wrap)
+
+    // The index ranges of the pieces that may meet slots [c0, c1): a binary search in
+    // each run, so that a chunk costs its own pieces, not all of them.
+    std::array<std::pair<std::size_t, std::size_t>, 2> candidates(std::size_t c0, std::size_t c1) const {
+        std::array<std::pair<std::size_t, std::size_t>, 2> out{};
+        const std::size_t bounds[] = {0, wrap, pieces.size()};
+        for (int r = 0; r < 2; ++r) {
+            const auto first = pieces.begin() + std::ptrdiff_t(bounds[r]), last = pieces.begin() + std::ptrdiff_t(bounds[r + 1]);
+            const auto b = std::partition_point(first, last, [&](const Piece& pc) {
+                return pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin) <= c0;
+            });
+            const auto e = std::partition_point(b, last, [&](const Piece& pc) { return pc.slot_begin < c1; });
+            out[r] = {std::size_t(b - pieces.begin()), std::size_t(e - pieces.begin())};
+        }
+        return out;
+    }
+
     // The exact vector of slot `slot` of a sink piece.
     const float* sink(const fa_tq_stream& s, int kv_head, const Piece& pc, std::size_t slot) const {
         const std::size_t a = std::size_t(pc.pos_begin + cache->evicted) + (slot - pc.slot_begin);
@@ -120,7 +146,10 @@ struct ChunkAttention {
             return s0 < s1;
         };
         std::size_t s0, s1;
-        for (const Piece& pc : pieces) {
+        const auto runs = candidates(c0, c1);
+        for (auto [b, e] : runs)
+          for (std::size_t ip = b; ip < e; ++ip) {
+            const Piece& pc = pieces[ip];
             if (!span(pc, s0, s1)) continue;
             float* sc = scores + (s0 - c0);
             if (pc.sink) {
@@ -160,7 +189,9 @@ struct ChunkAttention {
         for (std::size_t t = 0; t < n; ++t) scores[t] *= inv;
         std::fill(acc, acc + d, 0.0f);
         std::fill(extra, extra + d, 0.0);
-        for (const Piece& pc : pieces) {
+        for (auto [b, e] : runs)
+          for (std::size_t ip = b; ip < e; ++ip) {
+            const Piece& pc = pieces[ip];
             if (!span(pc, s0, s1)) continue;
             const float* w = scores + (s0 - c0);
             if (pc.sink) {
@@ -259,6 +290,7 @@ struct PrefillJob {
     const fa_tq_cache* cache;
     const fa_tq_layer& lay;
     const std::vector<Piece>& pieces;
+    std::size_t wrap;    // pieces.size(): no slot wraps in a prefill (linear, or a ring not yet wrapped)
     const float* q;      // [token][query head][d]
     const float* q_rot;  // [token][query head][d], scale * R q
     int pos, n_tokens, n_q_heads, group, d;
@@ -292,7 +324,7 @@ struct PrefillJob {
                 const std::size_t seen = std::min(c1, std::size_t(pos + i + 1));
                 if (seen <= c0) continue;
                 const std::size_t row = std::size_t(i) * n_q_heads;
-                const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d, scale, group};
+                const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d, scale, group, wrap};
                 for (int h = int(g) * group; h < int(g + 1) * group; ++h) {
                     const Partial p = at.run(h, ks, vs, c0, seen, sc, q_smooth + t * d,
                                              chunk_acc + t * d, chunk_extra + t * d);
@@ -402,7 +434,8 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
     const Chunking chunks = chunking(n, cache->parallel(), kv_heads);
     Scratch& s = scratch;
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
-    const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads};
+    const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
+                                wrap_index(s.pieces)};
     const DecodeJob job{attend,
                         lay.keys,
                         lay.values,
@@ -453,7 +486,7 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     const std::size_t stride = std::size_t(cache->max_seq_len);
     const float* ks = f16 ? widen_all(cache, lay.keys, true, n, s.key_scales.data()) : lay.keys.scales32.data();
     const float* vs = f16 ? widen_all(cache, lay.values, true, n, s.value_scales.data()) : lay.values.scales32.data();
-    const PrefillJob job{state, cache, lay, s.pieces, q, s.q_rot.data(), pos, n_tokens, n_q_heads,
+    const PrefillJob job{state, cache, lay, s.pieces, s.pieces.size(), q, s.q_rot.data(), pos, n_tokens, n_q_heads,
                          n_q_heads / kv_heads, d, scale, ks, vs, f16 ? n : stride, tiles,
                          s.scores.data(), s.q_smooth.data(), s.chunk_acc.data(), s.chunk_extra.data(),
                          s.acc.data(), s.extra.data(), s.partials.data(), out};

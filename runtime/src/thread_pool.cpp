@@ -1,5 +1,7 @@
 #include "thread_pool.hpp"
 
+#include <chrono>
+
 namespace tq::detail {
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -16,7 +18,7 @@ ThreadPool::~ThreadPool() { stop(); }
 void ThreadPool::stop() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        stop_ = true;
+        stop_.store(true, std::memory_order_release);
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
@@ -26,6 +28,27 @@ void ThreadPool::stop() {
 void ThreadPool::drain() {
     for (int i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n_tasks_;) task_(arg_, i);
 }
+
+namespace {
+
+// Waiting first spins for a short while: waking a sleeping thread (above all a
+// virtual CPU) costs tens of microseconds, as much as a whole task of a call at a
+// few thousand positions, and calls come back to back (layer after layer).
+template <class Ready>
+bool spin_until(Ready ready) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    for (int i = 1;; ++i) {
+        if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#else
+        std::this_thread::yield();
+#endif
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return false;
+    }
+}
+
+}  // namespace
 
 void ThreadPool::run(int n_tasks, Task task, void* arg) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
@@ -39,26 +62,34 @@ void ThreadPool::run(int n_tasks, Task task, void* arg) {
         arg_ = arg;
         n_tasks_ = n_tasks;
         next_.store(0, std::memory_order_relaxed);
-        running_ = int(workers_.size());
-        ++generation_;
+        running_.store(int(workers_.size()), std::memory_order_relaxed);
+        generation_.fetch_add(1, std::memory_order_release);  // publishes the job
     }
     wake_.notify_all();
     drain();
+    auto done = [this] { return running_.load(std::memory_order_acquire) == 0; };
+    if (spin_until(done)) return;
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return running_ == 0; });
+    done_.wait(lock, done);
 }
 
 void ThreadPool::work() {
     std::uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        lock.unlock();
+        auto ready = [&] {
+            return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+        };
+        if (!spin_until(ready)) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, ready);
+        }
+        if (stop_.load(std::memory_order_acquire)) return;
+        seen = generation_.load(std::memory_order_acquire);
         drain();
-        lock.lock();
-        if (--running_ == 0) done_.notify_one();
+        if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard<std::mutex> lock(mutex_);  // the caller checks `done` under it, then sleeps
+            done_.notify_one();
+        }
     }
 }
 

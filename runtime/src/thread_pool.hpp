@@ -1,6 +1,6 @@
 // The cache's built-in thread pool (fa_tq_cache_set_threads): n - 1 workers and
 // the calling thread share the tasks of one call, taking indices from an atomic
-// counter.  One call at a time: a call that finds the pool busy (another layer
+// counter.  Workers and the caller spin for up to 100 us before they sleep.  One call at a time: a call that finds the pool busy (another layer
 // attending on another thread, as the header allows) runs its tasks on its own
 // thread, so concurrent calls stay correct and never wait on each other.
 #pragma once
@@ -42,9 +42,9 @@ private:
     void* arg_ = nullptr;
     int n_tasks_ = 0;
     std::atomic<int> next_{0};
-    int running_ = 0;  // workers not yet done with the current job
-    std::uint64_t generation_ = 0;
-    bool stop_ = false;
+    std::atomic<int> running_{0};  // workers not yet done with the current job
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<bool> stop_{false};
 };
 
 }  // namespace tq::detail
