@@ -298,7 +298,7 @@ struct PrefillJob {
     const float* key_scales;    // [kv_head][n] as floats
     const float* value_scales;
     std::size_t n, tiles;
-    float* scores;        // [task][kPrefillChunk]
+    float* scores;        // [task][FA_TQ_PARALLEL_CHUNK]
     float* q_smooth;      // [task][d]
     float* chunk_acc;     // [task][d]
     double* chunk_extra;  // [task][d]
@@ -484,8 +484,8 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     rotate_queries(state, q, std::size_t(n_tokens) * n_q_heads, scale, s.q_rot.data());
     // Linear (or a ring not yet wrapped): slot = position, and every stream holds max_seq_len slots per head.
     const std::size_t stride = std::size_t(cache->max_seq_len);
-    const float* ks = f16 ? widen_all(cache, lay.keys, true, n, s.key_scales.data()) : lay.keys.scales32.data();
-    const float* vs = f16 ? widen_all(cache, lay.values, true, n, s.value_scales.data()) : lay.values.scales32.data();
+    const float* ks = widen_all(cache, lay.keys, f16, n, s.key_scales.data());
+    const float* vs = widen_all(cache, lay.values, f16, n, s.value_scales.data());
     const PrefillJob job{state, cache, lay, s.pieces, s.pieces.size(), q, s.q_rot.data(), pos, n_tokens, n_q_heads,
                          n_q_heads / kv_heads, d, scale, ks, vs, f16 ? n : stride, tiles,
                          s.scores.data(), s.q_smooth.data(), s.chunk_acc.data(), s.chunk_extra.data(),
