@@ -1,9 +1,13 @@
 // tq-attention-bench: fa_tq_attention and fa_tq_attention_batch on real model
-// shapes, on one thread and on every core (the cache's own pool), as ratios
-// measured in one run (Google Benchmark).  Prints Google Benchmark's table, then
-// the summary of docs/benchmarks.md: decode scaling with threads, and prefill in
-// one batch call against token-by-token calls.
+// shapes, on one thread and on every core (the cache's own pool), beside
+// llama.cpp's flash attention over its F16, Q8_0 and Q4_0 caches where the build
+// has it (TQ_HAVE_GGML), as ratios measured in one run (Google Benchmark).  Prints
+// Google Benchmark's table, then the summary of docs/benchmarks.md: decode against
+// ggml, decode scaling with threads, and prefill.
 #include "bench_support.hpp"
+#ifdef TQ_HAVE_GGML
+#include "ggml_attention.hpp"
+#endif
 
 #include "turboquant/turboquant.h"
 
@@ -120,6 +124,31 @@ void register_prefill(const Shape& shape, const Rate& rate, bool batch, int thre
     })->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+#ifdef TQ_HAVE_GGML
+constexpr tq::bench::GgmlKv kGgmlTypes[] = {tq::bench::GgmlKv::f16, tq::bench::GgmlKv::q8_0,
+                                            tq::bench::GgmlKv::q4_0};
+
+std::string ggml_name(const char* what, const Shape& s, tq::bench::GgmlKv type, int context, int threads) {
+    return std::string("ggml-") + what + "/" + s.name + "/" + tq::bench::name(type) + "/" + std::to_string(context) +
+           "/threads:" + std::to_string(threads);
+}
+
+// ggml_flash_attn_ext over `context` positions: one query token (decode), or the
+// prefill chunk's 512 attending causally over the 4k cache plus itself.
+void register_ggml(const Shape& shape, tq::bench::GgmlKv type, int context, int threads, bool prefill) {
+    const std::string name = ggml_name(prefill ? "prefill" : "decode", shape, type, context, threads);
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+        tq::bench::GgmlAttention peer(shape.q_heads, shape.kv_heads, shape.head_dim,
+                                      prefill ? kPrefillContext + kPrefillTokens : context,
+                                      prefill ? kPrefillTokens : 1, type, threads);
+        for (auto _ : st) {
+            peer.run();
+            benchmark::DoNotOptimize(peer.out());
+        }
+    })->Unit(prefill ? benchmark::kMillisecond : benchmark::kMicrosecond)->UseRealTime();
+}
+#endif
+
 void summary(const std::map<std::string, double>& ns) {
     auto get = [&](const std::string& name) {
         const auto it = ns.find(name + "/real_time");
@@ -128,6 +157,34 @@ void summary(const std::map<std::string, double>& ns) {
     const int n = cores();
     std::printf("\nSummary (%s; %d cores; g++ " __VERSION__ "; ISA %s)\n", tq::bench::cpu_model().c_str(), n,
                 tq_active_isa());
+#ifdef TQ_HAVE_GGML
+    using tq::bench::GgmlKv;
+    if (std::string(tq_active_isa()) != tq::bench::ggml_isa())
+        std::printf("NOTE: ggml is built for %s but the kernels run %s: set TQ_ISA=%s for a like-for-like race\n",
+                    tq::bench::ggml_isa(), tq_active_isa(), tq::bench::ggml_isa());
+    std::printf("ggml flash attention built for %s (llama.cpp from llama-cpp-python 0.3.36)\n", tq::bench::ggml_isa());
+    std::printf("%-36s %10s %10s %10s %10s %8s %8s %s\n", "decode, 1 query token", "TurboQuant", "ggml f16",
+                "ggml q8_0", "ggml q4_0", "vs q4_0", "vs f16", "targets met");
+    for (const Shape& s : kShapes)
+        for (const Rate& r : kRates)
+            for (int c : kContexts)
+                for (int t : n > 1 ? std::vector<int>{1, n} : std::vector<int>{1}) {
+                    const double tq = get(decode_name(s, r, c, t));
+                    if (std::isnan(tq)) continue;
+                    const double f16 = get(ggml_name("decode", s, GgmlKv::f16, c, t)),
+                                 q8 = get(ggml_name("decode", s, GgmlKv::q8_0, c, t)),
+                                 q4 = get(ggml_name("decode", s, GgmlKv::q4_0, c, t));
+                    const double vs_q4 = q4 / tq, vs_f16 = f16 / tq;
+                    const bool long_context = c >= 16384;
+                    const bool met = long_context ? vs_q4 >= 2 && vs_f16 >= 3 : (c > 1024 || vs_q4 >= 1);
+                    const std::string figure = std::string(s.name) + " " + r.name + " " + std::to_string(c) + " t" +
+                                               std::to_string(t);
+                    std::printf("%-36s %8.1fus %8.1fus %8.1fus %8.1fus %7.2fx %7.2fx %s\n", figure.c_str(), tq / 1e3,
+                                f16 / 1e3, q8 / 1e3, q4 / 1e3, vs_q4, vs_f16,
+                                c == 4096 ? "-" : (met ? "yes" : "NO"));
+                }
+    std::printf("\n");
+#endif
     std::printf("%-44s %12s %12s %9s %9s %s\n", "decode, 1 query token", "1 thread", "all cores", "speed-up",
                 "target", "met");
     for (const Shape& s : kShapes)
@@ -140,14 +197,23 @@ void summary(const std::map<std::string, double>& ns) {
                 std::printf("%-44s %10.1fus %10.1fus %8.2fx %8.2fx %s\n", figure.c_str(), one / 1e3, all / 1e3,
                             one / all, target, target == 0 ? "-" : (one / all >= target ? "yes" : "NO"));
             }
-    std::printf("\n%-44s %12s %12s %9s\n", "prefill, 512 tokens over 4096", "token/token", "batch", "speed-up");
+    std::printf("\n%-44s %12s %12s %9s", "prefill, 512 tokens over 4096", "token/token", "batch", "speed-up");
+#ifdef TQ_HAVE_GGML
+    std::printf(" %12s %9s %s", "ggml q4_0", "vs q4_0", "met");
+#endif
+    std::printf("\n");
     for (const Shape& s : kShapes)
         for (const Rate& r : kRates)
             for (int t : n > 1 ? std::vector<int>{1, n} : std::vector<int>{1}) {
                 const double one = get(prefill_name(s, r, "token_by_token", t)), b = get(prefill_name(s, r, "batch", t));
                 if (std::isnan(one)) continue;
                 const std::string figure = std::string(s.name) + " " + r.name + ", " + std::to_string(t) + " thread(s)";
-                std::printf("%-44s %10.1fms %10.1fms %8.2fx\n", figure.c_str(), one / 1e6, b / 1e6, one / b);
+                std::printf("%-44s %10.1fms %10.1fms %8.2fx", figure.c_str(), one / 1e6, b / 1e6, one / b);
+#ifdef TQ_HAVE_GGML
+                const double q4 = get(ggml_name("prefill", s, GgmlKv::q4_0, kPrefillContext, t));
+                std::printf(" %10.1fms %8.2fx %s", q4 / 1e6, q4 / b, q4 / b >= 1 ? "yes" : "NO");
+#endif
+                std::printf("\n");
             }
 }
 
@@ -166,6 +232,14 @@ int main(int argc, char** argv) {
             for (int t : threads)
                 for (bool batch : {false, true}) register_prefill(s, r, batch, t);
         }
+#ifdef TQ_HAVE_GGML
+    for (const Shape& s : kShapes)
+        for (int t : threads) {
+            for (tq::bench::GgmlKv type : kGgmlTypes)
+                for (int c : kContexts) register_ggml(s, type, c, t, false);
+            register_ggml(s, tq::bench::GgmlKv::q4_0, kPrefillContext, t, true);
+        }
+#endif
     tq::bench::Collector collector;
     benchmark::RunSpecifiedBenchmarks(&collector);
     summary(collector.ns);
