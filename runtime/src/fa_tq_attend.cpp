@@ -18,6 +18,7 @@
 #include "half_float.hpp"
 #include "last_error.hpp"
 #include "norms.hpp"
+#include "softmax.hpp"
 
 #include <algorithm>
 #include <array>
@@ -178,12 +179,8 @@ struct ChunkAttention {
             }
         }
         const std::size_t n = c1 - c0;
-        const float m = *std::max_element(scores, scores + n);
-        double sum = 0;
-        for (std::size_t t = 0; t < n; ++t) {
-            scores[t] = std::exp(scores[t] - m);
-            sum += scores[t];
-        }
+        const float m = max_of(scores, n);
+        const double sum = exp_shifted_sum(scores, n, m);
         // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
         const float inv = static_cast<float>(1 / sum);
         for (std::size_t t = 0; t < n; ++t) scores[t] *= inv;

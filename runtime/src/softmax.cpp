@@ -1,0 +1,66 @@
+// exp(y) for y <= 0 as 2^k * p(r): k = round(y / ln 2), r = y - k ln 2 in
+// [-ln2/2, ln2/2] (ln 2 split in two parts so k ln 2 is exact, Cody and Waite),
+// p the degree-6 minimax polynomial of Cephes' expf (relative error < 2^-23 on
+// that range), 2^k built in the exponent field.  Every step is a branch-free float
+// operation on one lane, so a block of kWidth scores becomes vector code.
+#include "softmax.hpp"
+
+#include <bit>
+#include <cstdint>
+
+namespace tq::detail {
+namespace {
+
+constexpr std::size_t kWidth = 8;  // lanes of the partial maxima and sums
+constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
+
+inline float exp_nonpositive(float y) {
+    // y < kLowest, decided on the bits (y <= 0: a larger magnitude is a larger
+    // unsigned pattern; +0 and -0 are not below): integer selects vectorize where
+    // float compares would branch.
+    const std::uint32_t y_bits = std::bit_cast<std::uint32_t>(y), lowest_bits = std::bit_cast<std::uint32_t>(kLowest);
+    const bool below = y_bits > lowest_bits;
+    const float x = std::bit_cast<float>(below ? lowest_bits : y_bits);
+    // Round x / ln 2 to the nearest integer by adding 1.5 * 2^23 (no float-to-int rounding mode needed).
+    constexpr float kShifter = 12582912.0f;
+    const float shifted = x * 1.44269504088896341f + kShifter;
+    const float k = shifted - kShifter;
+    const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    // 2^k: k + 127 in the exponent field (k in [-126, 0]); 0 where y was below kLowest.
+    std::int32_t bits = std::bit_cast<std::int32_t>(shifted);
+    bits = below ? 0 : (bits - 0x4B400000 + 127) << 23;
+    return p * std::bit_cast<float>(bits);
+}
+
+}  // namespace
+
+float max_of(const float* x, std::size_t n) {
+    float part[kWidth];  // independent running maxima, maxps' semantics: one vector
+    for (std::size_t j = 0; j < kWidth; ++j) part[j] = x[0];
+    std::size_t t = 0;
+    for (; t + kWidth <= n; t += kWidth)
+        for (std::size_t j = 0; j < kWidth; ++j) part[j] = x[t + j] > part[j] ? x[t + j] : part[j];
+    for (std::size_t j = 0; t < n; ++t, ++j) part[j] = x[t] > part[j] ? x[t] : part[j];
+    float m = part[0];
+    for (std::size_t j = 1; j < kWidth; ++j) m = part[j] > m ? part[j] : m;
+    return m;
+}
+
+double exp_shifted_sum(float* x, std::size_t n, float m) {
+    for (std::size_t t = 0; t < n; ++t) x[t] = exp_nonpositive(x[t] - m);
+    double part[kWidth] = {};
+    std::size_t t = 0;
+    for (; t + kWidth <= n; t += kWidth)
+        for (std::size_t j = 0; j < kWidth; ++j) part[j] += x[t + j];
+    for (std::size_t j = 0; t < n; ++t, ++j) part[j] += x[t];
+    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+}  // namespace tq::detail
