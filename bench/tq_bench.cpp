@@ -162,7 +162,7 @@ void register_head_dims(const std::string& isa) {
             for (std::size_t t = 0; t < kCachedKeys; ++t)
                 k.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * k.code_bytes], &scales[t]);
             for (auto _ : st) {
-                k.score(q.data(), codes.data(), scales.data(), kCachedKeys, out.data());
+                k.score(q.data(), 1, codes.data(), scales.data(), kCachedKeys, out.data(), kCachedKeys);
                 benchmark::DoNotOptimize(out.data());
             }
         });
@@ -208,7 +208,7 @@ void register_isa(const std::string& isa) {
             const PackedKeys& keys = packed_keys(isa, n);
             std::vector<float> out(n);
             for (auto _ : st) {
-                k.score(vectors().q.data(), keys.codes.data(), keys.scales.data(), n, out.data());
+                k.score(vectors().q.data(), 1, keys.codes.data(), keys.scales.data(), n, out.data(), n);
                 benchmark::DoNotOptimize(out.data());
             }
             st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(keys.codes.size() + 4 * n));

@@ -93,7 +93,7 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
         "encode": f"{d} multiply-adds in double (norm), {d} multiplies (normalize), rotation "
                   f"({rotation_ops(d)}), {search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
-        "score": f"per key: {d} centroid lookups, {d} multiply-adds, 1 multiply (scale)",
+        "score": f"per key: {d} centroid lookups (once for up to 4 queries), per query {d} multiply-adds, 1 multiply (scale)",
         "accumulate": f"per value: {d} centroid lookups, {d} multiply-adds, 1 multiply (weight x scale)",
         "pack": f"pack: {code_bytes(d, rate)} bytes from {d} levels; unpack: {d} levels from {code_bytes(d, rate)} bytes",
     }

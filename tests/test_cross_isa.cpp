@@ -97,9 +97,9 @@ TEST_CASE("cross-ISA: a key's score does not depend on how many keys are scored 
         for (std::size_t t = 0; t < kKeys; ++t)
             REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &codes[t * v.code_bytes], &scales[t]) == TQ_OK);
         const auto q = tq::test::gaussian(d, 9);
-        v.score(q.data(), codes.data(), scales.data(), kKeys, batch.data());
+        v.score(q.data(), 1, codes.data(), scales.data(), kKeys, batch.data(), kKeys);
         for (std::size_t t = 0; t < kKeys; ++t) {
-            v.score(q.data(), &codes[t * v.code_bytes], &scales[t], 1, alone.data());
+            v.score(q.data(), 1, &codes[t * v.code_bytes], &scales[t], 1, alone.data(), 1);
             REQUIRE(alone[0] == batch[t]);
         }
     }

@@ -38,7 +38,7 @@ TEST_CASE("fused: score equals decode-then-dot within 1e-5 relative") {
             const auto q = tq::test::gaussian(d, 99);
             std::vector<float> q_rot(d), scores(n + 1, -12345.0f);
             k.rotate(signs.data(), q.data(), q_rot.data());
-            v.score(q_rot.data(), e.codes.data(), e.scales.data(), n, scores.data());
+            v.score(q_rot.data(), 1, e.codes.data(), e.scales.data(), n, scores.data(), n);
             for (std::size_t t = 0; t < n; ++t) {
                 const std::span<const float> kt(&e.decoded[t * d], d);
                 // relative to |q| |k_hat|, the scale of a dot product's rounding error
@@ -47,6 +47,31 @@ TEST_CASE("fused: score equals decode-then-dot within 1e-5 relative") {
             }
             CHECK(scores[n] == -12345.0f);  // nothing written past n
         }
+    });
+}
+
+TEST_CASE("fused: a group of queries scores each key once, each query's scores bit for bit as alone") {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
+        const int d = v.head_dim;
+        for (std::size_t n : {std::size_t(0), std::size_t(3), std::size_t(37)})
+            for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)}) {  // blocks of 4 queries, and the rest
+                CAPTURE(n);
+                CAPTURE(group);
+                const Encoded e = encode_all(v, signs, n, 3 + n);
+                const std::size_t stride = n + 2;  // rows apart by more than n: the gaps stay untouched
+                std::vector<float> q_rot(group * d), scores(group * stride, -12345.0f), alone(n);
+                for (std::size_t j = 0; j < group; ++j) {
+                    const auto q = tq::test::gaussian(d, 40 + j);
+                    k.rotate(signs.data(), q.data(), &q_rot[j * d]);
+                }
+                v.score(q_rot.data(), group, e.codes.data(), e.scales.data(), n, scores.data(), stride);
+                for (std::size_t j = 0; j < group; ++j) {
+                    v.score(&q_rot[j * d], 1, e.codes.data(), e.scales.data(), n, alone.data(), n);
+                    for (std::size_t t = 0; t < n; ++t) CHECK(scores[j * stride + t] == alone[t]);
+                    CHECK(scores[j * stride + n] == -12345.0f);
+                    CHECK(scores[j * stride + n + 1] == -12345.0f);
+                }
+            }
     });
 }
 

@@ -59,7 +59,7 @@ void print_variant_table(int vectors, std::uint64_t seed) {
         k.rotate(signs.data(), q.data(), q.data());
         t0 = std::chrono::steady_clock::now();
         constexpr int kRepeats = 8;
-        for (int r = 0; r < kRepeats; ++r) v.score(q.data(), codes.data(), scale.data(), n, scores.data());
+        for (int r = 0; r < kRepeats; ++r) v.score(q.data(), 1, codes.data(), scale.data(), n, scores.data(), n);
         const double score_ns = seconds_since(t0) * 1e9 / (double(n) * kRepeats);
 
         const double bytes = double(v.code_bytes) + sizeof(float);

@@ -130,16 +130,28 @@ struct ChunkAttention {
         return &s.sink_vectors[(std::size_t(kv_head) * lay.levers.sinks + a) * std::size_t(state->head_dim)];
     }
 
-    // Query head h over slots [c0, c1), writing acc[d] and extra[d].  scores: c1 - c0
-    // floats and q_smooth: d floats of scratch.
-    Partial run(int h, const float* key_scales, const float* value_scales, std::size_t c0, std::size_t c1,
-                float* scores, float* q_smooth, float* acc, double* extra) const {
+    // Where one query head's results of a group go: acc (floats) and extra (doubles)
+    // d apart per head times `stride`, partials `partial_stride` apart.
+    struct Outputs {
+        float* acc;
+        double* extra;
+        std::size_t stride;
+        Partial* partials;
+        std::size_t partial_stride;
+    };
+
+    // KV head g's query heads over slots [c0, c1): the keys' scores for all of them
+    // in one pass of the score kernel (each key unpacked once per group), then per
+    // head its softmax and weighted values.  scores: group x (c1 - c0) floats and
+    // q_smooth: group x d floats of scratch.
+    void run(int kv_head, const float* key_scales, const float* value_scales, std::size_t c0, std::size_t c1,
+             float* scores, float* q_smooth, const Outputs& o) const {
         const tq_kernels& kern = *state->kernels;
-        const int d = state->head_dim, kv_head = h / group;
+        const int d = state->head_dim, h0 = kv_head * group;
         const fa_tq_stream& ks = lay.keys;
         const fa_tq_stream& vs = lay.values;
         const std::size_t base = cache->stream_index(kv_head), hd = std::size_t(kv_head) * d;
-        const float* qh = q + std::size_t(h) * d;
+        const std::size_t len = c1 - c0;
         // Each piece's slots that fall in [c0, c1): [s0, s1).
         auto span = [&](const Piece& pc, std::size_t& s0, std::size_t& s1) {
             s0 = std::max(pc.slot_begin, c0);
@@ -152,60 +164,73 @@ struct ChunkAttention {
           for (std::size_t ip = b; ip < e; ++ip) {
             const Piece& pc = pieces[ip];
             if (!span(pc, s0, s1)) continue;
-            float* sc = scores + (s0 - c0);
+            float* sc = scores + (s0 - c0);  // row j at sc + j * len
             if (pc.sink) {
-                for (std::size_t t = s0; t < s1; ++t) {
-                    const float* k = sink(ks, kv_head, pc, t);
-                    double dot = 0;
-                    for (int i = 0; i < d; ++i) dot += double(qh[i]) * k[i];
-                    sc[t - s0] = float(scale * dot);
-                }
+                for (int j = 0; j < group; ++j)
+                    for (std::size_t t = s0; t < s1; ++t) {
+                        const float* k = sink(ks, kv_head, pc, t);
+                        const float* qh = q + std::size_t(h0 + j) * d;
+                        double dot = 0;
+                        for (int i = 0; i < d; ++i) dot += double(qh[i]) * k[i];
+                        sc[j * len + (t - s0)] = float(scale * dot);
+                    }
                 continue;
             }
             const BlockData block = stored_block(cache, lay, ks, pc.pos_begin);
-            const float* query = q_rot + std::size_t(h) * d;
+            const float* queries = q_rot + std::size_t(h0) * d;
             if (block.smooth) {
-                for (int i = 0; i < d; ++i) q_smooth[i] = qh[i] * half_to_float(block.smooth[hd + i]);
-                kern.rotate(state->signs.data(), q_smooth, q_smooth);
-                for (int i = 0; i < d; ++i) q_smooth[i] *= scale;
-                query = q_smooth;
-            }
-            kern.key->score(query, &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0, s1 - s0, sc);
-            if (block.mean) {
-                double dot = 0;
-                for (int i = 0; i < d; ++i) dot += double(qh[i]) * half_to_float(block.mean[hd + i]);
-                const float offset = float(scale * dot);
-                for (std::size_t t = 0; t < s1 - s0; ++t) sc[t] += offset;
-            }
-        }
-        const std::size_t n = c1 - c0;
-        const float m = max_of(scores, n);
-        const double sum = exp_shifted_sum(scores, n, m);
-        // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
-        const float inv = static_cast<float>(1 / sum);
-        for (std::size_t t = 0; t < n; ++t) scores[t] *= inv;
-        std::fill(acc, acc + d, 0.0f);
-        std::fill(extra, extra + d, 0.0);
-        for (auto [b, e] : runs)
-          for (std::size_t ip = b; ip < e; ++ip) {
-            const Piece& pc = pieces[ip];
-            if (!span(pc, s0, s1)) continue;
-            const float* w = scores + (s0 - c0);
-            if (pc.sink) {
-                for (std::size_t t = s0; t < s1; ++t) {
-                    const float* v = sink(vs, kv_head, pc, t);
-                    for (int i = 0; i < d; ++i) extra[i] += double(w[t - s0]) * v[i];
+                for (int j = 0; j < group; ++j) {
+                    const float* qh = q + std::size_t(h0 + j) * d;
+                    float* qs = q_smooth + std::size_t(j) * d;
+                    for (int i = 0; i < d; ++i) qs[i] = qh[i] * half_to_float(block.smooth[hd + i]);
+                    kern.rotate(state->signs.data(), qs, qs);
+                    for (int i = 0; i < d; ++i) qs[i] *= scale;
                 }
-                continue;
+                queries = q_smooth;
             }
-            kern.value->accumulate(w, &vs.codes[(base + s0) * vs.code_bytes], value_scales + s0, s1 - s0, acc);
-            if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean) {
-                double wsum = 0;
-                for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[t];
-                for (int i = 0; i < d; ++i) extra[i] += wsum * half_to_float(mean[hd + i]);
-            }
+            kern.key->score(queries, std::size_t(group), &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0,
+                            s1 - s0, sc, len);
+            if (block.mean)
+                for (int j = 0; j < group; ++j) {
+                    const float* qh = q + std::size_t(h0 + j) * d;
+                    double dot = 0;
+                    for (int i = 0; i < d; ++i) dot += double(qh[i]) * half_to_float(block.mean[hd + i]);
+                    const float offset = float(scale * dot);
+                    for (std::size_t t = 0; t < s1 - s0; ++t) sc[j * len + t] += offset;
+                }
         }
-        return {m, sum};
+        for (int j = 0; j < group; ++j) {
+            float* row = scores + std::size_t(j) * len;
+            float* acc = o.acc + std::size_t(j) * o.stride * d;
+            double* extra = o.extra + std::size_t(j) * o.stride * d;
+            const float m = max_of(row, len);
+            const double sum = exp_shifted_sum(row, len, m);
+            // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
+            const float inv = static_cast<float>(1 / sum);
+            for (std::size_t t = 0; t < len; ++t) row[t] *= inv;
+            std::fill(acc, acc + d, 0.0f);
+            std::fill(extra, extra + d, 0.0);
+            for (auto [b, e] : runs)
+              for (std::size_t ip = b; ip < e; ++ip) {
+                const Piece& pc = pieces[ip];
+                if (!span(pc, s0, s1)) continue;
+                const float* w = row + (s0 - c0);
+                if (pc.sink) {
+                    for (std::size_t t = s0; t < s1; ++t) {
+                        const float* v = sink(vs, kv_head, pc, t);
+                        for (int i = 0; i < d; ++i) extra[i] += double(w[t - s0]) * v[i];
+                    }
+                    continue;
+                }
+                kern.value->accumulate(w, &vs.codes[(base + s0) * vs.code_bytes], value_scales + s0, s1 - s0, acc);
+                if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean) {
+                    double wsum = 0;
+                    for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[t];
+                    for (int i = 0; i < d; ++i) extra[i] += wsum * half_to_float(mean[hd + i]);
+                }
+            }
+            o.partials[std::size_t(j) * o.partial_stride] = {m, sum};
+        }
     }
 };
 
@@ -219,8 +244,8 @@ struct DecodeJob {
     int d;
     bool f16;
     float *key_scales, *value_scales;  // [kv_head][n]: halves widened by each chunk's task
-    float* scores;                     // [task][chunks.length]
-    float* q_smooth;                   // [task][d]
+    float* scores;                     // [task][group][chunks.length]
+    float* q_smooth;                   // [task][group][d]
     float* acc;                        // [query head][chunk][d]
     double* extra;                     // [query head][chunk][d]
     Partial* partials;                 // [query head][chunk]
@@ -232,11 +257,10 @@ struct DecodeJob {
         const std::size_t c0 = c * chunks.length, c1 = std::min(n, c0 + chunks.length);
         const float* ks = widen(keys, g, c0, c1, key_scales);
         const float* vs = widen(values, g, c0, c1, value_scales);
-        for (int h = int(g) * attend.group; h < int(g + 1) * attend.group; ++h) {
-            const std::size_t p = std::size_t(h) * chunks.count + c;
-            partials[p] = attend.run(h, ks, vs, c0, c1, scores + t * chunks.length, q_smooth + t * d,
-                                     acc + p * d, extra + p * d);
-        }
+        const std::size_t p = g * std::size_t(attend.group) * chunks.count + c;  // (first head of g, chunk c)
+        attend.run(int(g), ks, vs, c0, c1, scores + t * attend.group * chunks.length,
+                   q_smooth + t * attend.group * d,
+                   {acc + p * d, extra + p * d, chunks.count, partials + p, chunks.count});
     }
 
     // KV head g's scales as floats, slots [c0, c1) made ready.
@@ -295,10 +319,11 @@ struct PrefillJob {
     const float* key_scales;    // [kv_head][n] as floats
     const float* value_scales;
     std::size_t n, tiles;
-    float* scores;        // [task][FA_TQ_PARALLEL_CHUNK]
-    float* q_smooth;      // [task][d]
-    float* chunk_acc;     // [task][d]
-    double* chunk_extra;  // [task][d]
+    float* scores;            // [task][group][FA_TQ_PARALLEL_CHUNK]
+    float* q_smooth;          // [task][group][d]
+    float* chunk_acc;         // [task][group][d]
+    double* chunk_extra;      // [task][group][d]
+    Partial* chunk_partials;  // [task][group]
     float* acc;           // [token][query head][d], running
     double* extra;        // [token][query head][d], running
     Partial* running;     // [token][query head]
@@ -314,7 +339,7 @@ struct PrefillJob {
         const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last query sees
         const float* ks = key_scales + g * n;
         const float* vs = value_scales + g * n;
-        float* sc = scores + t * FA_TQ_PARALLEL_CHUNK;
+        float* sc = scores + t * group * FA_TQ_PARALLEL_CHUNK;
         for (std::size_t c0 = 0; c0 < needed; c0 += FA_TQ_PARALLEL_CHUNK) {
             const std::size_t c1 = std::min(needed, c0 + FA_TQ_PARALLEL_CHUNK);
             for (int i = i0; i < i1; ++i) {
@@ -322,11 +347,12 @@ struct PrefillJob {
                 if (seen <= c0) continue;
                 const std::size_t row = std::size_t(i) * n_q_heads;
                 const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d, scale, group, wrap};
-                for (int h = int(g) * group; h < int(g + 1) * group; ++h) {
-                    const Partial p = at.run(h, ks, vs, c0, seen, sc, q_smooth + t * d,
-                                             chunk_acc + t * d, chunk_extra + t * d);
-                    fold(row + h, p, chunk_acc + t * d, chunk_extra + t * d, c0 == 0);
-                }
+                const std::size_t tg = t * std::size_t(group);  // this task's group of scratch rows
+                at.run(int(g), ks, vs, c0, seen, sc, q_smooth + tg * d,
+                       {chunk_acc + tg * d, chunk_extra + tg * d, 1, chunk_partials + tg, 1});
+                for (int j = 0; j < group; ++j)
+                    fold(row + std::size_t(g) * group + j, chunk_partials[tg + j], chunk_acc + (tg + j) * d,
+                         chunk_extra + (tg + j) * d, c0 == 0);
             }
         }
         const tq_kernels& kern = *state->kernels;
@@ -365,17 +391,17 @@ struct PrefillJob {
 struct Scratch {
     std::vector<float> q_rot, scores, q_smooth, acc, key_scales, value_scales, merged, chunk_acc;
     std::vector<double> extra, merged_extra, chunk_extra;
-    std::vector<Partial> partials;
+    std::vector<Partial> partials, chunk_partials;
     std::vector<Piece> pieces;
 
-    // What both kinds of call use: rotated queries, per task scores (chunk each) and a
-    // smoothed query, per part (query head x chunk, or token x query head) a partial,
-    // and scales floats of widened scales per kind.
-    void resize(std::size_t queries, std::size_t tasks, std::size_t chunk, std::size_t parts, std::size_t scales,
-                int d) {
+    // What both kinds of call use: rotated queries, per task and query head of its
+    // group scores (chunk each) and a smoothed query, per part (query head x chunk,
+    // or token x query head) a partial, and scales floats of widened scales per kind.
+    void resize(std::size_t queries, std::size_t tasks, std::size_t group, std::size_t chunk, std::size_t parts,
+                std::size_t scales, int d) {
         q_rot.resize(queries * d);
-        scores.resize(tasks * chunk);
-        q_smooth.resize(tasks * d);
+        scores.resize(tasks * group * chunk);
+        q_smooth.resize(tasks * group * d);
         acc.resize(parts * d);
         extra.resize(parts * d);
         partials.resize(parts);
@@ -414,7 +440,8 @@ int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& 
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        s.resize(std::size_t(n_q_heads), tasks, chunks.length, parts, f16 ? std::size_t(kv_heads) * n : 0, d);
+        s.resize(std::size_t(n_q_heads), tasks, std::size_t(n_q_heads / kv_heads), chunks.length, parts,
+                 f16 ? std::size_t(kv_heads) * n : 0, d);
         s.merged.resize(d);
         s.merged_extra.resize(2 * std::size_t(d));
         cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
@@ -460,9 +487,11 @@ int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer&
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        s.resize(rows, tasks, FA_TQ_PARALLEL_CHUNK, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
-        s.chunk_acc.resize(tasks * d);
-        s.chunk_extra.resize(tasks * d);
+        const std::size_t group = std::size_t(n_q_heads / kv_heads);
+        s.resize(rows, tasks, group, FA_TQ_PARALLEL_CHUNK, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
+        s.chunk_acc.resize(tasks * group * d);
+        s.chunk_extra.resize(tasks * group * d);
+        s.chunk_partials.resize(tasks * group);
         cut_pieces(cache, lay, 0, long(n) - 1, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +
@@ -486,7 +515,7 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     const PrefillJob job{state, cache, lay, s.pieces, s.pieces.size(), q, s.q_rot.data(), pos, n_tokens, n_q_heads,
                          n_q_heads / kv_heads, d, scale, ks, vs, f16 ? n : stride, tiles,
                          s.scores.data(), s.q_smooth.data(), s.chunk_acc.data(), s.chunk_extra.data(),
-                         s.acc.data(), s.extra.data(), s.partials.data(), out};
+                         s.chunk_partials.data(), s.acc.data(), s.extra.data(), s.partials.data(), out};
     cache->run_tasks(int(std::size_t(kv_heads) * tiles), &PrefillJob::task, const_cast<PrefillJob*>(&job));
 }
 

@@ -13,8 +13,8 @@
     int tq_encode_d##D##_b##B##__##ISA(const float* signs, const float* x, int scale_kind, uint8_t* code,   \
                                       float* scale);                                                   \
     void tq_decode_d##D##_b##B##__##ISA(const float* signs, const uint8_t* code, float scale, float* out); \
-    void tq_score_d##D##_b##B##__##ISA(const float* q, const uint8_t* codes, const float* scales, size_t n, \
-                                       float* out);                                                    \
+    void tq_score_d##D##_b##B##__##ISA(const float* q, size_t n_queries, const uint8_t* codes,         \
+                                       const float* scales, size_t n, float* out, size_t out_stride);  \
     void tq_accumulate_d##D##_b##B##__##ISA(const float* weights, const uint8_t* codes,                 \
                                             const float* scales, size_t n, float* acc);                \
     }                                                                                                  \

@@ -47,9 +47,12 @@ typedef void (*tq_rotate_fn)(const float* signs, const float* in, float* out);
 typedef int (*tq_encode_fn)(const float* signs, const float* x, int scale_kind, uint8_t* code, float* scale);
 /* out[d] = unrotate(scale * centroid[level_i]). */
 typedef void (*tq_decode_fn)(const float* signs, const uint8_t* code, float scale, float* out);
-/* out[t] = scales[t] * <q_rot, centroid[levels of key t]>, t < n; keys packed back to back. */
-typedef void (*tq_score_fn)(const float* q_rot, const uint8_t* codes, const float* scales, size_t n,
-                            float* out);
+/* out[j*out_stride + t] = scales[t] * <q_rot[j], centroid[levels of key t]>, t < n,
+ * j < n_queries (out_stride >= n); keys packed back to back, queries (q_rot:
+ * n_queries x d) back to back.  Each key is unpacked once for all the queries (the
+ * query heads of a GQA group in one pass); each query's scores are those it gets alone. */
+typedef void (*tq_score_fn)(const float* q_rot, size_t n_queries, const uint8_t* codes, const float* scales,
+                            size_t n, float* out, size_t out_stride);
 /* acc[d] += sum_t weights[t] * scales[t] * centroid[levels of value t], rotated domain. */
 typedef void (*tq_accumulate_fn)(const float* weights, const uint8_t* codes, const float* scales,
                                  size_t n, float* acc);
