@@ -152,6 +152,7 @@ struct ChunkAttention {
         const fa_tq_stream& vs = lay.values;
         const std::size_t base = cache->stream_index(kv_head), hd = std::size_t(kv_head) * d;
         const std::size_t len = c1 - c0;
+        const Softmax softmax = softmax_for(kern.isa);
         // Each piece's slots that fall in [c0, c1): [s0, s1).
         auto span = [&](const Piece& pc, std::size_t& s0, std::size_t& s1) {
             s0 = std::max(pc.slot_begin, c0);
@@ -203,8 +204,8 @@ struct ChunkAttention {
             float* row = scores + std::size_t(j) * len;
             float* acc = o.acc + std::size_t(j) * o.stride * d;
             double* extra = o.extra + std::size_t(j) * o.stride * d;
-            const float m = max_of(row, len);
-            const double sum = exp_shifted_sum(row, len, m);
+            const float m = softmax.max(row, len);
+            const double sum = softmax.exp_sum(row, len, m);
             // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
             const float inv = static_cast<float>(1 / sum);
             for (std::size_t t = 0; t < len; ++t) row[t] *= inv;

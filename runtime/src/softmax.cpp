@@ -2,11 +2,16 @@
 // [-ln2/2, ln2/2] (ln 2 split in two parts so k ln 2 is exact, Cody and Waite),
 // p the degree-6 minimax polynomial of Cephes' expf (relative error < 2^-23 on
 // that range), 2^k built in the exponent field.  Every step is a branch-free float
-// operation on one lane, so a block of kWidth scores becomes vector code.
+// operation on one lane, so a block of kWidth scores becomes vector code: SSE2 or
+// NEON in the runtime's own build, and on x86-64 AVX2 and AVX-512 copies of the
+// same source (the compiler's target attribute), picked by the kernels' ISA.  Each
+// lane does the same IEEE operations in every copy (no contraction: the runtime
+// builds with -ffp-contract=off), so every copy gives the same bits.
 #include "softmax.hpp"
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace tq::detail {
 namespace {
@@ -14,7 +19,7 @@ namespace {
 constexpr std::size_t kWidth = 8;  // lanes of the partial maxima and sums
 constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
 
-inline float exp_nonpositive(float y) {
+[[gnu::always_inline]] inline float exp_nonpositive(float y) {
     // y < kLowest, decided on the bits (y <= 0: a larger magnitude is a larger
     // unsigned pattern; +0 and -0 are not below): integer selects vectorize where
     // float compares would branch.
@@ -39,9 +44,8 @@ inline float exp_nonpositive(float y) {
     return p * std::bit_cast<float>(bits);
 }
 
-}  // namespace
-
-float max_of(const float* x, std::size_t n) {
+// The largest of x[0 .. n).
+[[gnu::always_inline]] inline float max_body(const float* x, std::size_t n) {
     float part[kWidth];  // independent running maxima, maxps' semantics: one vector
     for (std::size_t j = 0; j < kWidth; ++j) part[j] = x[0];
     std::size_t t = 0;
@@ -53,7 +57,8 @@ float max_of(const float* x, std::size_t n) {
     return m;
 }
 
-double exp_shifted_sum(float* x, std::size_t n, float m) {
+// x[t] = exp(x[t] - m), and their sum.
+[[gnu::always_inline]] inline double exp_sum_body(float* x, std::size_t n, float m) {
     for (std::size_t t = 0; t < n; ++t) x[t] = exp_nonpositive(x[t] - m);
     double part[kWidth] = {};
     std::size_t t = 0;
@@ -61,6 +66,27 @@ double exp_shifted_sum(float* x, std::size_t n, float m) {
         for (std::size_t j = 0; j < kWidth; ++j) part[j] += x[t + j];
     for (std::size_t j = 0; t < n; ++t, ++j) part[j] += x[t];
     return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+#define TQ_SOFTMAX_COPY(NAME, ATTRIBUTE)                                                              \
+    ATTRIBUTE float NAME##_max(const float* x, std::size_t n) { return max_body(x, n); }                    \
+    ATTRIBUTE double NAME##_exp_sum(float* x, std::size_t n, float m) { return exp_sum_body(x, n, m); }
+TQ_SOFTMAX_COPY(baseline, )
+#if defined(__x86_64__) && defined(__GNUC__)
+TQ_SOFTMAX_COPY(avx2, [[gnu::target("avx2")]])
+TQ_SOFTMAX_COPY(avx512, [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2")]])
+#endif
+#undef TQ_SOFTMAX_COPY
+
+}  // namespace
+
+Softmax softmax_for(const char* isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (std::strcmp(isa, "avx512") == 0) return {avx512_max, avx512_exp_sum};
+    if (std::strcmp(isa, "avx2") == 0) return {avx2_max, avx2_exp_sum};
+#endif
+    (void)isa;
+    return {baseline_max, baseline_exp_sum};
 }
 
 }  // namespace tq::detail
