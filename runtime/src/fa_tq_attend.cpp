@@ -193,10 +193,7 @@ struct ChunkAttention {
                             s1 - s0, sc, len);
             if (block.mean)
                 for (int j = 0; j < group; ++j) {
-                    const float* qh = q + std::size_t(h0 + j) * d;
-                    double dot = 0;
-                    for (int i = 0; i < d; ++i) dot += double(qh[i]) * half_to_float(block.mean[hd + i]);
-                    const float offset = float(scale * dot);
+                    const float offset = float(scale * dot_half(q + std::size_t(h0 + j) * d, block.mean + hd, d));
                     for (std::size_t t = 0; t < s1 - s0; ++t) sc[j * len + t] += offset;
                 }
         }
