@@ -139,7 +139,7 @@ def outputs(cfg: Config) -> list[Output]:
                     lanes = LANES[isa]
                     ctx = rotation_context(d, isa)
                     ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
-                               score_accumulators=cfg.score_accumulators,
+                               score_accumulators=cfg.score_accumulators, reg_budget=REG_BUDGET[isa],
                                read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
                                needs_level_array=needs_level_array(d, rate, lanes),
                                name=kernel_name(kernel, d, rate, isa), ops=bit_kernel_ops(kernel, d, rate),

@@ -85,7 +85,7 @@ TEST_CASE("fused: accumulate equals decode-then-weighted-sum within 1e-5 relativ
             const auto start = tq::test::gaussian(d, 6);  // accumulate adds to what is there
             std::vector<float> acc(d), out(d);
             k.rotate(signs.data(), start.data(), acc.data());
-            v.accumulate(w.data(), e.codes.data(), e.scales.data(), n, acc.data());
+            v.accumulate(w.data(), n, 1, e.codes.data(), e.scales.data(), n, acc.data(), std::size_t(d));
             k.unrotate(signs.data(), acc.data(), out.data());
             std::vector<double> want(start.begin(), start.end());
             double bound = std::sqrt(tq::test::dot(start, start));
@@ -98,5 +98,29 @@ TEST_CASE("fused: accumulate equals decode-then-weighted-sum within 1e-5 relativ
             for (int i = 0; i < d; ++i) err += (out[i] - want[i]) * (out[i] - want[i]);
             CHECK(std::sqrt(err) <= 1e-5 * bound);
         }
+    });
+}
+
+TEST_CASE("fused: a group of weight rows accumulates each value once, each row's sum bit for bit as alone") {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels&, const std::vector<float>& signs) {
+        const std::size_t d = std::size_t(v.head_dim);
+        for (std::size_t n : {std::size_t(0), std::size_t(3), std::size_t(37)})
+            for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)}) {
+                CAPTURE(n);
+                CAPTURE(group);
+                const Encoded e = encode_all(v, signs, n, 11 + n);
+                const std::size_t w_stride = n + 3, a_stride = d + 5;  // rows apart by more than a row
+                const auto w = tq::test::gaussian(group * w_stride, 8);
+                const auto start = tq::test::gaussian(group * a_stride, 9);
+                std::vector<float> acc(start.begin(), start.end());
+                v.accumulate(w.data(), w_stride, group, e.codes.data(), e.scales.data(), n, acc.data(), a_stride);
+                for (std::size_t j = 0; j < group; ++j) {
+                    std::vector<float> alone(&start[j * a_stride], &start[j * a_stride] + d);
+                    v.accumulate(&w[j * w_stride], n, 1, e.codes.data(), e.scales.data(), n, alone.data(), d);
+                    for (std::size_t i = 0; i < d; ++i) CHECK(acc[j * a_stride + i] == alone[i]);
+                    for (std::size_t i = d; i < a_stride && j * a_stride + i < acc.size(); ++i)
+                        CHECK(acc[j * a_stride + i] == start[j * a_stride + i]);  // the gaps untouched
+                }
+            }
     });
 }

@@ -26,7 +26,7 @@ TEST_CASE("packing: every level at every position round-trips, in the documented
             // score and accumulate read the same layout: with weight 1 and scale 1,
             // accumulate into zero gives the centroids themselves.
             std::fill(acc.begin(), acc.end(), 0.0f);
-            v.accumulate(&one, code.data(), &one, 1, acc.data());
+            v.accumulate(&one, 1, 1, code.data(), &one, 1, acc.data(), acc.size());
             for (int i = 0; i < d; ++i) REQUIRE(acc[i] == tq::test::coord_centroids(v, i)[levels[i]]);
         }
     }

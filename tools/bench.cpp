@@ -79,7 +79,7 @@ Row measure(const std::string& isa, const tq_bit_kernels& v, const tq_kernels& k
     r.encode = time_ns([&] { v.encode(signs.data(), x.data(), TQ_SCALE_LEAST_SQUARES, codes.data(), &scale); }, seconds);
     r.decode = time_ns([&] { v.decode(signs.data(), codes.data(), scales[0], out.data()); }, seconds);
     r.score = time_ns([&] { v.score(q.data(), 1, codes.data(), scales.data(), kKeys, out.data(), kKeys); }, seconds, kKeys);
-    r.accumulate = time_ns([&] { v.accumulate(w.data(), codes.data(), scales.data(), kKeys, acc.data()); }, seconds, kKeys);
+    r.accumulate = time_ns([&] { v.accumulate(w.data(), kKeys, 1, codes.data(), scales.data(), kKeys, acc.data(), acc.size()); }, seconds, kKeys);
     const double bytes = double(v.code_bytes + 4);  // a packed vector and its scale
     r.score_gbs = bytes / r.score;
     r.accumulate_gbs = bytes / r.accumulate;

@@ -9,81 +9,86 @@
 
 namespace tq::scalar {
 
-// acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
-// of 16 bytes each, in the rotated domain.  No value is decoded.
-void tq_accumulate_d64_b2__scalar(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for queries j < n_queries
+// (weights_j at weights + j * weight_stride, acc_j at acc + j * acc_stride) over n
+// packed values of 16 bytes each, in the rotated domain.  No value is decoded.
+void tq_accumulate_d64_b2__scalar(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
+                                  size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
-float a[64];
-    for (int i = 0; i < 64; ++i) a[i] = acc[i];
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 16;
-        const float w = weights[t] * scales[t];
-        a[0] += w * cb0::kCentroids[(p[0] & 3)];
-        a[1] += w * cb0::kCentroids[(p[1] & 3)];
-        a[2] += w * cb0::kCentroids[(p[2] & 3)];
-        a[3] += w * cb0::kCentroids[(p[3] & 3)];
-        a[4] += w * cb0::kCentroids[(p[4] & 3)];
-        a[5] += w * cb0::kCentroids[(p[5] & 3)];
-        a[6] += w * cb0::kCentroids[(p[6] & 3)];
-        a[7] += w * cb0::kCentroids[(p[7] & 3)];
-        a[8] += w * cb0::kCentroids[(p[8] & 3)];
-        a[9] += w * cb0::kCentroids[(p[9] & 3)];
-        a[10] += w * cb0::kCentroids[(p[10] & 3)];
-        a[11] += w * cb0::kCentroids[(p[11] & 3)];
-        a[12] += w * cb0::kCentroids[(p[12] & 3)];
-        a[13] += w * cb0::kCentroids[(p[13] & 3)];
-        a[14] += w * cb0::kCentroids[(p[14] & 3)];
-        a[15] += w * cb0::kCentroids[(p[15] & 3)];
-        a[16] += w * cb0::kCentroids[((p[0] >> 2) & 3)];
-        a[17] += w * cb0::kCentroids[((p[1] >> 2) & 3)];
-        a[18] += w * cb0::kCentroids[((p[2] >> 2) & 3)];
-        a[19] += w * cb0::kCentroids[((p[3] >> 2) & 3)];
-        a[20] += w * cb0::kCentroids[((p[4] >> 2) & 3)];
-        a[21] += w * cb0::kCentroids[((p[5] >> 2) & 3)];
-        a[22] += w * cb0::kCentroids[((p[6] >> 2) & 3)];
-        a[23] += w * cb0::kCentroids[((p[7] >> 2) & 3)];
-        a[24] += w * cb0::kCentroids[((p[8] >> 2) & 3)];
-        a[25] += w * cb0::kCentroids[((p[9] >> 2) & 3)];
-        a[26] += w * cb0::kCentroids[((p[10] >> 2) & 3)];
-        a[27] += w * cb0::kCentroids[((p[11] >> 2) & 3)];
-        a[28] += w * cb0::kCentroids[((p[12] >> 2) & 3)];
-        a[29] += w * cb0::kCentroids[((p[13] >> 2) & 3)];
-        a[30] += w * cb0::kCentroids[((p[14] >> 2) & 3)];
-        a[31] += w * cb0::kCentroids[((p[15] >> 2) & 3)];
-        a[32] += w * cb0::kCentroids[((p[0] >> 4) & 3)];
-        a[33] += w * cb0::kCentroids[((p[1] >> 4) & 3)];
-        a[34] += w * cb0::kCentroids[((p[2] >> 4) & 3)];
-        a[35] += w * cb0::kCentroids[((p[3] >> 4) & 3)];
-        a[36] += w * cb0::kCentroids[((p[4] >> 4) & 3)];
-        a[37] += w * cb0::kCentroids[((p[5] >> 4) & 3)];
-        a[38] += w * cb0::kCentroids[((p[6] >> 4) & 3)];
-        a[39] += w * cb0::kCentroids[((p[7] >> 4) & 3)];
-        a[40] += w * cb0::kCentroids[((p[8] >> 4) & 3)];
-        a[41] += w * cb0::kCentroids[((p[9] >> 4) & 3)];
-        a[42] += w * cb0::kCentroids[((p[10] >> 4) & 3)];
-        a[43] += w * cb0::kCentroids[((p[11] >> 4) & 3)];
-        a[44] += w * cb0::kCentroids[((p[12] >> 4) & 3)];
-        a[45] += w * cb0::kCentroids[((p[13] >> 4) & 3)];
-        a[46] += w * cb0::kCentroids[((p[14] >> 4) & 3)];
-        a[47] += w * cb0::kCentroids[((p[15] >> 4) & 3)];
-        a[48] += w * cb0::kCentroids[(p[0] >> 6)];
-        a[49] += w * cb0::kCentroids[(p[1] >> 6)];
-        a[50] += w * cb0::kCentroids[(p[2] >> 6)];
-        a[51] += w * cb0::kCentroids[(p[3] >> 6)];
-        a[52] += w * cb0::kCentroids[(p[4] >> 6)];
-        a[53] += w * cb0::kCentroids[(p[5] >> 6)];
-        a[54] += w * cb0::kCentroids[(p[6] >> 6)];
-        a[55] += w * cb0::kCentroids[(p[7] >> 6)];
-        a[56] += w * cb0::kCentroids[(p[8] >> 6)];
-        a[57] += w * cb0::kCentroids[(p[9] >> 6)];
-        a[58] += w * cb0::kCentroids[(p[10] >> 6)];
-        a[59] += w * cb0::kCentroids[(p[11] >> 6)];
-        a[60] += w * cb0::kCentroids[(p[12] >> 6)];
-        a[61] += w * cb0::kCentroids[(p[13] >> 6)];
-        a[62] += w * cb0::kCentroids[(p[14] >> 6)];
-        a[63] += w * cb0::kCentroids[(p[15] >> 6)];
+for (size_t j = 0; j < n_queries; ++j) {  // the scalar build has no registers to share
+        const float* wj = weights + j * weight_stride;
+        float a[64];
+        for (int i = 0; i < 64; ++i) a[i] = acc[j * acc_stride + i];
+        for (size_t t = 0; t < n; ++t) {
+            const uint8_t* p = codes + t * 16;
+            const float w = wj[t] * scales[t];
+            a[0] += w * cb0::kCentroids[(p[0] & 3)];
+            a[1] += w * cb0::kCentroids[(p[1] & 3)];
+            a[2] += w * cb0::kCentroids[(p[2] & 3)];
+            a[3] += w * cb0::kCentroids[(p[3] & 3)];
+            a[4] += w * cb0::kCentroids[(p[4] & 3)];
+            a[5] += w * cb0::kCentroids[(p[5] & 3)];
+            a[6] += w * cb0::kCentroids[(p[6] & 3)];
+            a[7] += w * cb0::kCentroids[(p[7] & 3)];
+            a[8] += w * cb0::kCentroids[(p[8] & 3)];
+            a[9] += w * cb0::kCentroids[(p[9] & 3)];
+            a[10] += w * cb0::kCentroids[(p[10] & 3)];
+            a[11] += w * cb0::kCentroids[(p[11] & 3)];
+            a[12] += w * cb0::kCentroids[(p[12] & 3)];
+            a[13] += w * cb0::kCentroids[(p[13] & 3)];
+            a[14] += w * cb0::kCentroids[(p[14] & 3)];
+            a[15] += w * cb0::kCentroids[(p[15] & 3)];
+            a[16] += w * cb0::kCentroids[((p[0] >> 2) & 3)];
+            a[17] += w * cb0::kCentroids[((p[1] >> 2) & 3)];
+            a[18] += w * cb0::kCentroids[((p[2] >> 2) & 3)];
+            a[19] += w * cb0::kCentroids[((p[3] >> 2) & 3)];
+            a[20] += w * cb0::kCentroids[((p[4] >> 2) & 3)];
+            a[21] += w * cb0::kCentroids[((p[5] >> 2) & 3)];
+            a[22] += w * cb0::kCentroids[((p[6] >> 2) & 3)];
+            a[23] += w * cb0::kCentroids[((p[7] >> 2) & 3)];
+            a[24] += w * cb0::kCentroids[((p[8] >> 2) & 3)];
+            a[25] += w * cb0::kCentroids[((p[9] >> 2) & 3)];
+            a[26] += w * cb0::kCentroids[((p[10] >> 2) & 3)];
+            a[27] += w * cb0::kCentroids[((p[11] >> 2) & 3)];
+            a[28] += w * cb0::kCentroids[((p[12] >> 2) & 3)];
+            a[29] += w * cb0::kCentroids[((p[13] >> 2) & 3)];
+            a[30] += w * cb0::kCentroids[((p[14] >> 2) & 3)];
+            a[31] += w * cb0::kCentroids[((p[15] >> 2) & 3)];
+            a[32] += w * cb0::kCentroids[((p[0] >> 4) & 3)];
+            a[33] += w * cb0::kCentroids[((p[1] >> 4) & 3)];
+            a[34] += w * cb0::kCentroids[((p[2] >> 4) & 3)];
+            a[35] += w * cb0::kCentroids[((p[3] >> 4) & 3)];
+            a[36] += w * cb0::kCentroids[((p[4] >> 4) & 3)];
+            a[37] += w * cb0::kCentroids[((p[5] >> 4) & 3)];
+            a[38] += w * cb0::kCentroids[((p[6] >> 4) & 3)];
+            a[39] += w * cb0::kCentroids[((p[7] >> 4) & 3)];
+            a[40] += w * cb0::kCentroids[((p[8] >> 4) & 3)];
+            a[41] += w * cb0::kCentroids[((p[9] >> 4) & 3)];
+            a[42] += w * cb0::kCentroids[((p[10] >> 4) & 3)];
+            a[43] += w * cb0::kCentroids[((p[11] >> 4) & 3)];
+            a[44] += w * cb0::kCentroids[((p[12] >> 4) & 3)];
+            a[45] += w * cb0::kCentroids[((p[13] >> 4) & 3)];
+            a[46] += w * cb0::kCentroids[((p[14] >> 4) & 3)];
+            a[47] += w * cb0::kCentroids[((p[15] >> 4) & 3)];
+            a[48] += w * cb0::kCentroids[(p[0] >> 6)];
+            a[49] += w * cb0::kCentroids[(p[1] >> 6)];
+            a[50] += w * cb0::kCentroids[(p[2] >> 6)];
+            a[51] += w * cb0::kCentroids[(p[3] >> 6)];
+            a[52] += w * cb0::kCentroids[(p[4] >> 6)];
+            a[53] += w * cb0::kCentroids[(p[5] >> 6)];
+            a[54] += w * cb0::kCentroids[(p[6] >> 6)];
+            a[55] += w * cb0::kCentroids[(p[7] >> 6)];
+            a[56] += w * cb0::kCentroids[(p[8] >> 6)];
+            a[57] += w * cb0::kCentroids[(p[9] >> 6)];
+            a[58] += w * cb0::kCentroids[(p[10] >> 6)];
+            a[59] += w * cb0::kCentroids[(p[11] >> 6)];
+            a[60] += w * cb0::kCentroids[(p[12] >> 6)];
+            a[61] += w * cb0::kCentroids[(p[13] >> 6)];
+            a[62] += w * cb0::kCentroids[(p[14] >> 6)];
+            a[63] += w * cb0::kCentroids[(p[15] >> 6)];
+        }
+        for (int i = 0; i < 64; ++i) acc[j * acc_stride + i] = a[i];
     }
-    for (int i = 0; i < 64; ++i) acc[i] = a[i];
 }
 
 static_assert(std::is_same_v<decltype(&tq_accumulate_d64_b2__scalar), tq_accumulate_fn>);

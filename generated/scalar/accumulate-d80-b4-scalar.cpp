@@ -9,97 +9,102 @@
 
 namespace tq::scalar {
 
-// acc[i] += sum_t weights[t] * scales[t] * c[level_{t,i}] over n packed values
-// of 40 bytes each, in the rotated domain.  No value is decoded.
-void tq_accumulate_d80_b4__scalar(const float* weights, const uint8_t* codes, const float* scales, size_t n, float* acc) {
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for queries j < n_queries
+// (weights_j at weights + j * weight_stride, acc_j at acc + j * acc_stride) over n
+// packed values of 40 bytes each, in the rotated domain.  No value is decoded.
+void tq_accumulate_d80_b4__scalar(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
+                                  size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d80_b4;  // coordinates 0..79
-float a[80];
-    for (int i = 0; i < 80; ++i) a[i] = acc[i];
-    for (size_t t = 0; t < n; ++t) {
-        const uint8_t* p = codes + t * 40;
-        const float w = weights[t] * scales[t];
-        a[0] += w * cb0::kCentroids[(p[0] & 15)];
-        a[1] += w * cb0::kCentroids[(p[1] & 15)];
-        a[2] += w * cb0::kCentroids[(p[2] & 15)];
-        a[3] += w * cb0::kCentroids[(p[3] & 15)];
-        a[4] += w * cb0::kCentroids[(p[4] & 15)];
-        a[5] += w * cb0::kCentroids[(p[5] & 15)];
-        a[6] += w * cb0::kCentroids[(p[6] & 15)];
-        a[7] += w * cb0::kCentroids[(p[7] & 15)];
-        a[8] += w * cb0::kCentroids[(p[8] & 15)];
-        a[9] += w * cb0::kCentroids[(p[9] & 15)];
-        a[10] += w * cb0::kCentroids[(p[10] & 15)];
-        a[11] += w * cb0::kCentroids[(p[11] & 15)];
-        a[12] += w * cb0::kCentroids[(p[12] & 15)];
-        a[13] += w * cb0::kCentroids[(p[13] & 15)];
-        a[14] += w * cb0::kCentroids[(p[14] & 15)];
-        a[15] += w * cb0::kCentroids[(p[15] & 15)];
-        a[16] += w * cb0::kCentroids[(p[16] & 15)];
-        a[17] += w * cb0::kCentroids[(p[17] & 15)];
-        a[18] += w * cb0::kCentroids[(p[18] & 15)];
-        a[19] += w * cb0::kCentroids[(p[19] & 15)];
-        a[20] += w * cb0::kCentroids[(p[20] & 15)];
-        a[21] += w * cb0::kCentroids[(p[21] & 15)];
-        a[22] += w * cb0::kCentroids[(p[22] & 15)];
-        a[23] += w * cb0::kCentroids[(p[23] & 15)];
-        a[24] += w * cb0::kCentroids[(p[24] & 15)];
-        a[25] += w * cb0::kCentroids[(p[25] & 15)];
-        a[26] += w * cb0::kCentroids[(p[26] & 15)];
-        a[27] += w * cb0::kCentroids[(p[27] & 15)];
-        a[28] += w * cb0::kCentroids[(p[28] & 15)];
-        a[29] += w * cb0::kCentroids[(p[29] & 15)];
-        a[30] += w * cb0::kCentroids[(p[30] & 15)];
-        a[31] += w * cb0::kCentroids[(p[31] & 15)];
-        a[32] += w * cb0::kCentroids[(p[32] & 15)];
-        a[33] += w * cb0::kCentroids[(p[33] & 15)];
-        a[34] += w * cb0::kCentroids[(p[34] & 15)];
-        a[35] += w * cb0::kCentroids[(p[35] & 15)];
-        a[36] += w * cb0::kCentroids[(p[36] & 15)];
-        a[37] += w * cb0::kCentroids[(p[37] & 15)];
-        a[38] += w * cb0::kCentroids[(p[38] & 15)];
-        a[39] += w * cb0::kCentroids[(p[39] & 15)];
-        a[40] += w * cb0::kCentroids[(p[0] >> 4)];
-        a[41] += w * cb0::kCentroids[(p[1] >> 4)];
-        a[42] += w * cb0::kCentroids[(p[2] >> 4)];
-        a[43] += w * cb0::kCentroids[(p[3] >> 4)];
-        a[44] += w * cb0::kCentroids[(p[4] >> 4)];
-        a[45] += w * cb0::kCentroids[(p[5] >> 4)];
-        a[46] += w * cb0::kCentroids[(p[6] >> 4)];
-        a[47] += w * cb0::kCentroids[(p[7] >> 4)];
-        a[48] += w * cb0::kCentroids[(p[8] >> 4)];
-        a[49] += w * cb0::kCentroids[(p[9] >> 4)];
-        a[50] += w * cb0::kCentroids[(p[10] >> 4)];
-        a[51] += w * cb0::kCentroids[(p[11] >> 4)];
-        a[52] += w * cb0::kCentroids[(p[12] >> 4)];
-        a[53] += w * cb0::kCentroids[(p[13] >> 4)];
-        a[54] += w * cb0::kCentroids[(p[14] >> 4)];
-        a[55] += w * cb0::kCentroids[(p[15] >> 4)];
-        a[56] += w * cb0::kCentroids[(p[16] >> 4)];
-        a[57] += w * cb0::kCentroids[(p[17] >> 4)];
-        a[58] += w * cb0::kCentroids[(p[18] >> 4)];
-        a[59] += w * cb0::kCentroids[(p[19] >> 4)];
-        a[60] += w * cb0::kCentroids[(p[20] >> 4)];
-        a[61] += w * cb0::kCentroids[(p[21] >> 4)];
-        a[62] += w * cb0::kCentroids[(p[22] >> 4)];
-        a[63] += w * cb0::kCentroids[(p[23] >> 4)];
-        a[64] += w * cb0::kCentroids[(p[24] >> 4)];
-        a[65] += w * cb0::kCentroids[(p[25] >> 4)];
-        a[66] += w * cb0::kCentroids[(p[26] >> 4)];
-        a[67] += w * cb0::kCentroids[(p[27] >> 4)];
-        a[68] += w * cb0::kCentroids[(p[28] >> 4)];
-        a[69] += w * cb0::kCentroids[(p[29] >> 4)];
-        a[70] += w * cb0::kCentroids[(p[30] >> 4)];
-        a[71] += w * cb0::kCentroids[(p[31] >> 4)];
-        a[72] += w * cb0::kCentroids[(p[32] >> 4)];
-        a[73] += w * cb0::kCentroids[(p[33] >> 4)];
-        a[74] += w * cb0::kCentroids[(p[34] >> 4)];
-        a[75] += w * cb0::kCentroids[(p[35] >> 4)];
-        a[76] += w * cb0::kCentroids[(p[36] >> 4)];
-        a[77] += w * cb0::kCentroids[(p[37] >> 4)];
-        a[78] += w * cb0::kCentroids[(p[38] >> 4)];
-        a[79] += w * cb0::kCentroids[(p[39] >> 4)];
+for (size_t j = 0; j < n_queries; ++j) {  // the scalar build has no registers to share
+        const float* wj = weights + j * weight_stride;
+        float a[80];
+        for (int i = 0; i < 80; ++i) a[i] = acc[j * acc_stride + i];
+        for (size_t t = 0; t < n; ++t) {
+            const uint8_t* p = codes + t * 40;
+            const float w = wj[t] * scales[t];
+            a[0] += w * cb0::kCentroids[(p[0] & 15)];
+            a[1] += w * cb0::kCentroids[(p[1] & 15)];
+            a[2] += w * cb0::kCentroids[(p[2] & 15)];
+            a[3] += w * cb0::kCentroids[(p[3] & 15)];
+            a[4] += w * cb0::kCentroids[(p[4] & 15)];
+            a[5] += w * cb0::kCentroids[(p[5] & 15)];
+            a[6] += w * cb0::kCentroids[(p[6] & 15)];
+            a[7] += w * cb0::kCentroids[(p[7] & 15)];
+            a[8] += w * cb0::kCentroids[(p[8] & 15)];
+            a[9] += w * cb0::kCentroids[(p[9] & 15)];
+            a[10] += w * cb0::kCentroids[(p[10] & 15)];
+            a[11] += w * cb0::kCentroids[(p[11] & 15)];
+            a[12] += w * cb0::kCentroids[(p[12] & 15)];
+            a[13] += w * cb0::kCentroids[(p[13] & 15)];
+            a[14] += w * cb0::kCentroids[(p[14] & 15)];
+            a[15] += w * cb0::kCentroids[(p[15] & 15)];
+            a[16] += w * cb0::kCentroids[(p[16] & 15)];
+            a[17] += w * cb0::kCentroids[(p[17] & 15)];
+            a[18] += w * cb0::kCentroids[(p[18] & 15)];
+            a[19] += w * cb0::kCentroids[(p[19] & 15)];
+            a[20] += w * cb0::kCentroids[(p[20] & 15)];
+            a[21] += w * cb0::kCentroids[(p[21] & 15)];
+            a[22] += w * cb0::kCentroids[(p[22] & 15)];
+            a[23] += w * cb0::kCentroids[(p[23] & 15)];
+            a[24] += w * cb0::kCentroids[(p[24] & 15)];
+            a[25] += w * cb0::kCentroids[(p[25] & 15)];
+            a[26] += w * cb0::kCentroids[(p[26] & 15)];
+            a[27] += w * cb0::kCentroids[(p[27] & 15)];
+            a[28] += w * cb0::kCentroids[(p[28] & 15)];
+            a[29] += w * cb0::kCentroids[(p[29] & 15)];
+            a[30] += w * cb0::kCentroids[(p[30] & 15)];
+            a[31] += w * cb0::kCentroids[(p[31] & 15)];
+            a[32] += w * cb0::kCentroids[(p[32] & 15)];
+            a[33] += w * cb0::kCentroids[(p[33] & 15)];
+            a[34] += w * cb0::kCentroids[(p[34] & 15)];
+            a[35] += w * cb0::kCentroids[(p[35] & 15)];
+            a[36] += w * cb0::kCentroids[(p[36] & 15)];
+            a[37] += w * cb0::kCentroids[(p[37] & 15)];
+            a[38] += w * cb0::kCentroids[(p[38] & 15)];
+            a[39] += w * cb0::kCentroids[(p[39] & 15)];
+            a[40] += w * cb0::kCentroids[(p[0] >> 4)];
+            a[41] += w * cb0::kCentroids[(p[1] >> 4)];
+            a[42] += w * cb0::kCentroids[(p[2] >> 4)];
+            a[43] += w * cb0::kCentroids[(p[3] >> 4)];
+            a[44] += w * cb0::kCentroids[(p[4] >> 4)];
+            a[45] += w * cb0::kCentroids[(p[5] >> 4)];
+            a[46] += w * cb0::kCentroids[(p[6] >> 4)];
+            a[47] += w * cb0::kCentroids[(p[7] >> 4)];
+            a[48] += w * cb0::kCentroids[(p[8] >> 4)];
+            a[49] += w * cb0::kCentroids[(p[9] >> 4)];
+            a[50] += w * cb0::kCentroids[(p[10] >> 4)];
+            a[51] += w * cb0::kCentroids[(p[11] >> 4)];
+            a[52] += w * cb0::kCentroids[(p[12] >> 4)];
+            a[53] += w * cb0::kCentroids[(p[13] >> 4)];
+            a[54] += w * cb0::kCentroids[(p[14] >> 4)];
+            a[55] += w * cb0::kCentroids[(p[15] >> 4)];
+            a[56] += w * cb0::kCentroids[(p[16] >> 4)];
+            a[57] += w * cb0::kCentroids[(p[17] >> 4)];
+            a[58] += w * cb0::kCentroids[(p[18] >> 4)];
+            a[59] += w * cb0::kCentroids[(p[19] >> 4)];
+            a[60] += w * cb0::kCentroids[(p[20] >> 4)];
+            a[61] += w * cb0::kCentroids[(p[21] >> 4)];
+            a[62] += w * cb0::kCentroids[(p[22] >> 4)];
+            a[63] += w * cb0::kCentroids[(p[23] >> 4)];
+            a[64] += w * cb0::kCentroids[(p[24] >> 4)];
+            a[65] += w * cb0::kCentroids[(p[25] >> 4)];
+            a[66] += w * cb0::kCentroids[(p[26] >> 4)];
+            a[67] += w * cb0::kCentroids[(p[27] >> 4)];
+            a[68] += w * cb0::kCentroids[(p[28] >> 4)];
+            a[69] += w * cb0::kCentroids[(p[29] >> 4)];
+            a[70] += w * cb0::kCentroids[(p[30] >> 4)];
+            a[71] += w * cb0::kCentroids[(p[31] >> 4)];
+            a[72] += w * cb0::kCentroids[(p[32] >> 4)];
+            a[73] += w * cb0::kCentroids[(p[33] >> 4)];
+            a[74] += w * cb0::kCentroids[(p[34] >> 4)];
+            a[75] += w * cb0::kCentroids[(p[35] >> 4)];
+            a[76] += w * cb0::kCentroids[(p[36] >> 4)];
+            a[77] += w * cb0::kCentroids[(p[37] >> 4)];
+            a[78] += w * cb0::kCentroids[(p[38] >> 4)];
+            a[79] += w * cb0::kCentroids[(p[39] >> 4)];
+        }
+        for (int i = 0; i < 80; ++i) acc[j * acc_stride + i] = a[i];
     }
-    for (int i = 0; i < 80; ++i) acc[i] = a[i];
 }
 
 static_assert(std::is_same_v<decltype(&tq_accumulate_d80_b4__scalar), tq_accumulate_fn>);

@@ -197,37 +197,44 @@ struct ChunkAttention {
                     for (std::size_t t = 0; t < s1 - s0; ++t) sc[j * len + t] += offset;
                 }
         }
+        // Each head's softmax, its weights normalized (summing to 1: the accumulator
+        // stays within the values' magnitude).
         for (int j = 0; j < group; ++j) {
             float* row = scores + std::size_t(j) * len;
-            float* acc = o.acc + std::size_t(j) * o.stride * d;
-            double* extra = o.extra + std::size_t(j) * o.stride * d;
             const float m = softmax.max(row, len);
             const double sum = softmax.exp_sum(row, len, m);
-            // Normalized weights (summing to 1) keep the accumulator within the values' magnitude.
             const float inv = static_cast<float>(1 / sum);
             for (std::size_t t = 0; t < len; ++t) row[t] *= inv;
+            float* acc = o.acc + std::size_t(j) * o.stride * d;
             std::fill(acc, acc + d, 0.0f);
-            std::fill(extra, extra + d, 0.0);
-            for (auto [b, e] : runs)
-              for (std::size_t ip = b; ip < e; ++ip) {
-                const Piece& pc = pieces[ip];
-                if (!span(pc, s0, s1)) continue;
-                const float* w = row + (s0 - c0);
-                if (pc.sink) {
+            std::fill(o.extra + std::size_t(j) * o.stride * d, o.extra + (std::size_t(j) * o.stride + 1) * d, 0.0);
+            o.partials[std::size_t(j) * o.partial_stride] = {m, sum};
+        }
+        // The values, each unpacked once for the group's heads.
+        for (auto [b, e] : runs)
+          for (std::size_t ip = b; ip < e; ++ip) {
+            const Piece& pc = pieces[ip];
+            if (!span(pc, s0, s1)) continue;
+            const float* w = scores + (s0 - c0);  // head j's weights at w + j * len
+            if (pc.sink) {
+                for (int j = 0; j < group; ++j) {
+                    double* extra = o.extra + std::size_t(j) * o.stride * d;
                     for (std::size_t t = s0; t < s1; ++t) {
                         const float* v = sink(vs, kv_head, pc, t);
-                        for (int i = 0; i < d; ++i) extra[i] += double(w[t - s0]) * v[i];
+                        for (int i = 0; i < d; ++i) extra[i] += double(w[j * len + (t - s0)]) * v[i];
                     }
-                    continue;
                 }
-                kern.value->accumulate(w, &vs.codes[(base + s0) * vs.code_bytes], value_scales + s0, s1 - s0, acc);
-                if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean) {
+                continue;
+            }
+            kern.value->accumulate(w, len, std::size_t(group), &vs.codes[(base + s0) * vs.code_bytes],
+                                   value_scales + s0, s1 - s0, o.acc, o.stride * d);
+            if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean)
+                for (int j = 0; j < group; ++j) {
+                    double* extra = o.extra + std::size_t(j) * o.stride * d;
                     double wsum = 0;
-                    for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[t];
+                    for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[j * len + t];
                     for (int i = 0; i < d; ++i) extra[i] += wsum * half_to_float(mean[hd + i]);
                 }
-            }
-            o.partials[std::size_t(j) * o.partial_stride] = {m, sum};
         }
     }
 };

@@ -15,8 +15,9 @@
     void tq_decode_d##D##_b##B##__##ISA(const float* signs, const uint8_t* code, float scale, float* out); \
     void tq_score_d##D##_b##B##__##ISA(const float* q, size_t n_queries, const uint8_t* codes,         \
                                        const float* scales, size_t n, float* out, size_t out_stride);  \
-    void tq_accumulate_d##D##_b##B##__##ISA(const float* weights, const uint8_t* codes,                 \
-                                            const float* scales, size_t n, float* acc);                \
+    void tq_accumulate_d##D##_b##B##__##ISA(const float* weights, size_t weight_stride, size_t n_queries,  \
+                                            const uint8_t* codes, const float* scales, size_t n,       \
+                                            float* acc, size_t acc_stride);                            \
     }                                                                                                  \
     namespace tq::scalar { /* the layout alone is scalar for every ISA */                              \
     void tq_pack_d##D##_b##B##__scalar(const uint8_t* levels, uint8_t* code);                           \

@@ -53,9 +53,13 @@ typedef void (*tq_decode_fn)(const float* signs, const uint8_t* code, float scal
  * query heads of a GQA group in one pass); each query's scores are those it gets alone. */
 typedef void (*tq_score_fn)(const float* q_rot, size_t n_queries, const uint8_t* codes, const float* scales,
                             size_t n, float* out, size_t out_stride);
-/* acc[d] += sum_t weights[t] * scales[t] * centroid[levels of value t], rotated domain. */
-typedef void (*tq_accumulate_fn)(const float* weights, const uint8_t* codes, const float* scales,
-                                 size_t n, float* acc);
+/* acc_j[d] += sum_t weights_j[t] * scales[t] * centroid[levels of value t], rotated
+ * domain, for queries j < n_queries: weights_j at weights + j*weight_stride, acc_j at
+ * acc + j*acc_stride.  Each value is unpacked once for all the queries (a GQA group's
+ * query heads); each query's sum is the one it gets alone. */
+typedef void (*tq_accumulate_fn)(const float* weights, size_t weight_stride, size_t n_queries,
+                                 const uint8_t* codes, const float* scales, size_t n, float* acc,
+                                 size_t acc_stride);
 /* The packed layout alone: d levels (each < 2^b, 2^(b+1) for the high-rate
  * coordinates of a fractional rate) <-> code_bytes bytes. */
 typedef void (*tq_pack_fn)(const uint8_t* levels, uint8_t* code);
