@@ -131,7 +131,7 @@ TEST_CASE("prefill: a refused token leaves the cache and out as they were") {
         CHECK(batch(bad_key) == TQ_ERROR_NONFINITE);
         CHECK(untouched());
         Inputs huge = in;  // token 20's value beyond TQ_MAX_NORM
-        huge.v[(pos + 20) * kv_row] = 2 * TQ_MAX_NORM(d);
+        huge.v[(pos + 20) * kv_row] = float(2 * TQ_MAX_NORM(d));
         CHECK(batch(huge) == TQ_ERROR_RANGE);
         CHECK(untouched());
         Inputs bad_query = in;

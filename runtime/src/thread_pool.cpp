@@ -4,9 +4,9 @@
 
 namespace tq::detail {
 
-ThreadPool::ThreadPool(int n_threads) {
+ThreadPool::ThreadPool(int n_threads) : ranges_(std::size_t(n_threads)) {
     try {
-        for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this] { work(); });
+        for (int k = 1; k < n_threads; ++k) workers_.emplace_back([this, k] { work(k); });
     } catch (...) {
         stop();  // join the workers already started
         throw;
@@ -25,8 +25,12 @@ void ThreadPool::stop() {
     workers_.clear();
 }
 
-void ThreadPool::drain() {
-    for (int i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n_tasks_;) task_(arg_, i);
+void ThreadPool::drain(int k) {
+    const std::size_t n = ranges_.size();
+    for (std::size_t r = 0; r < n; ++r) {  // its own range, then the others'
+        Range& range = ranges_[(std::size_t(k) + r) % n];
+        for (int i; (i = range.next.fetch_add(1, std::memory_order_relaxed)) < range.end;) task_(arg_, i);
+    }
 }
 
 namespace {
@@ -60,20 +64,23 @@ void ThreadPool::run(int n_tasks, Task task, void* arg) {
         std::lock_guard<std::mutex> lock(mutex_);
         task_ = task;
         arg_ = arg;
-        n_tasks_ = n_tasks;
-        next_.store(0, std::memory_order_relaxed);
+        const long n = long(ranges_.size());
+        for (long k = 0; k < n; ++k) {
+            ranges_[std::size_t(k)].next.store(int(n_tasks * k / n), std::memory_order_relaxed);
+            ranges_[std::size_t(k)].end = int(n_tasks * (k + 1) / n);
+        }
         running_.store(int(workers_.size()), std::memory_order_relaxed);
         generation_.fetch_add(1, std::memory_order_release);  // publishes the job
     }
     wake_.notify_all();
-    drain();
+    drain(0);
     auto done = [this] { return running_.load(std::memory_order_acquire) == 0; };
     if (spin_until(done)) return;
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, done);
 }
 
-void ThreadPool::work() {
+void ThreadPool::work(int k) {
     std::uint64_t seen = 0;
     for (;;) {
         auto ready = [&] {
@@ -85,7 +92,7 @@ void ThreadPool::work() {
         }
         if (stop_.load(std::memory_order_acquire)) return;
         seen = generation_.load(std::memory_order_acquire);
-        drain();
+        drain(k);
         if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             std::lock_guard<std::mutex> lock(mutex_);  // the caller checks `done` under it, then sleeps
             done_.notify_one();
