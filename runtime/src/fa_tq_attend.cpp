@@ -277,6 +277,19 @@ struct DecodeJob {
         return head;
     }
 
+    // The merge as tasks, one per query head: buffers [head][d] and [head][2d], out [head][d].
+    struct Merge {
+        const DecodeJob* job;
+        float* merged;
+        double* merged_extra;
+        float* out;
+        static void task(void* arg, int h) {
+            const Merge& m = *static_cast<const Merge*>(arg);
+            const std::size_t d = std::size_t(m.job->d);
+            m.job->merge(h, m.merged + h * d, m.merged_extra + 2 * h * d, m.out + h * d);
+        }
+    };
+
     // Query head h's output: its chunks merged by log-sum-exp (exact for one chunk).
     void merge(int h, float* merged, double* merged_extra, float* out) const {
         const tq_kernels& kern = *attend.state->kernels;
@@ -447,8 +460,8 @@ int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& 
     try {
         s.resize(std::size_t(n_q_heads), tasks, std::size_t(n_q_heads / kv_heads), chunks.length, parts,
                  f16 ? std::size_t(kv_heads) * n : 0, d);
-        s.merged.resize(d);
-        s.merged_extra.resize(2 * std::size_t(d));
+        s.merged.resize(std::size_t(n_q_heads) * d);
+        s.merged_extra.resize(2 * std::size_t(n_q_heads) * d);
         cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
@@ -480,7 +493,11 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
                         s.extra.data(),
                         s.partials.data()};
     cache->run_tasks(int(std::size_t(kv_heads) * chunks.count), &DecodeJob::task, const_cast<DecodeJob*>(&job));
-    for (int h = 0; h < n_q_heads; ++h) job.merge(h, s.merged.data(), s.merged_extra.data(), out + std::size_t(h) * d);
+    const DecodeJob::Merge merge{&job, s.merged.data(), s.merged_extra.data(), out};
+    if (chunks.count == 1)  // nothing to merge: each head's unrotation, on this thread
+        for (int h = 0; h < n_q_heads; ++h) DecodeJob::Merge::task(const_cast<DecodeJob::Merge*>(&merge), h);
+    else
+        cache->run_tasks(n_q_heads, &DecodeJob::Merge::task, const_cast<DecodeJob::Merge*>(&merge));
 }
 
 int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
