@@ -143,7 +143,8 @@ struct ChunkAttention {
     // KV head g's query heads over slots [c0, c1): the keys' scores for all of them
     // in one pass of the score kernel (each key unpacked once per group), then per
     // head its softmax and weighted values.  scores: group x (c1 - c0) floats and
-    // q_smooth: group x d floats of scratch.
+    // q_smooth: (group + 2) x d floats of scratch (the smoothed queries, then the
+    // block's smoothing scales and mean widened to floats).
     void run(int kv_head, const float* key_scales, const float* value_scales, std::size_t c0, std::size_t c1,
              float* scores, float* q_smooth, const Outputs& o) const {
         const tq_kernels& kern = *state->kernels;
@@ -179,11 +180,14 @@ struct ChunkAttention {
             }
             const BlockData block = stored_block(cache, lay, ks, pc.pos_begin);
             const float* queries = q_rot + std::size_t(h0) * d;
+            float* smooth = q_smooth + std::size_t(group) * d;  // this KV head's channel scales, mean
+            float* mean = smooth + d;
             if (block.smooth) {
+                widen_halves(block.smooth + hd, d, smooth);
                 for (int j = 0; j < group; ++j) {
                     const float* qh = q + std::size_t(h0 + j) * d;
                     float* qs = q_smooth + std::size_t(j) * d;
-                    for (int i = 0; i < d; ++i) qs[i] = qh[i] * half_to_float(block.smooth[hd + i]);
+                    for (int i = 0; i < d; ++i) qs[i] = qh[i] * smooth[i];
                     kern.rotate(state->signs.data(), qs, qs);
                     for (int i = 0; i < d; ++i) qs[i] *= scale;
                 }
@@ -191,11 +195,13 @@ struct ChunkAttention {
             }
             kern.key->score(queries, std::size_t(group), &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0,
                             s1 - s0, sc, len);
-            if (block.mean)
+            if (block.mean) {
+                widen_halves(block.mean + hd, d, mean);
                 for (int j = 0; j < group; ++j) {
-                    const float offset = float(scale * dot_half(q + std::size_t(h0 + j) * d, block.mean + hd, d));
+                    const float offset = float(scale * dot_double(q + std::size_t(h0 + j) * d, mean, d));
                     for (std::size_t t = 0; t < s1 - s0; ++t) sc[j * len + t] += offset;
                 }
+            }
         }
         // Each head's softmax, its weights normalized (summing to 1: the accumulator
         // stays within the values' magnitude).
@@ -250,7 +256,7 @@ struct DecodeJob {
     bool f16;
     float *key_scales, *value_scales;  // [kv_head][n]: halves widened by each chunk's task
     float* scores;                     // [task][group][chunks.length]
-    float* q_smooth;                   // [task][group][d]
+    float* q_smooth;                   // [task][group + 2][d]
     float* acc;                        // [query head][chunk][d]
     double* extra;                     // [query head][chunk][d]
     Partial* partials;                 // [query head][chunk]
@@ -264,7 +270,7 @@ struct DecodeJob {
         const float* vs = widen(values, g, c0, c1, value_scales);
         const std::size_t p = g * std::size_t(attend.group) * chunks.count + c;  // (first head of g, chunk c)
         attend.run(int(g), ks, vs, c0, c1, scores + t * attend.group * chunks.length,
-                   q_smooth + t * attend.group * d,
+                   q_smooth + t * (attend.group + 2) * d,
                    {acc + p * d, extra + p * d, chunks.count, partials + p, chunks.count});
     }
 
@@ -338,7 +344,7 @@ struct PrefillJob {
     const float* value_scales;
     std::size_t n, tiles;
     float* scores;            // [task][group][FA_TQ_PARALLEL_CHUNK]
-    float* q_smooth;          // [task][group][d]
+    float* q_smooth;          // [task][group + 2][d]
     float* chunk_acc;         // [task][group][d]
     double* chunk_extra;      // [task][group][d]
     Partial* chunk_partials;  // [task][group]
@@ -366,7 +372,7 @@ struct PrefillJob {
                 const std::size_t row = std::size_t(i) * n_q_heads;
                 const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d, scale, group, wrap};
                 const std::size_t tg = t * std::size_t(group);  // this task's group of scratch rows
-                at.run(int(g), ks, vs, c0, seen, sc, q_smooth + tg * d,
+                at.run(int(g), ks, vs, c0, seen, sc, q_smooth + t * (group + 2) * d,
                        {chunk_acc + tg * d, chunk_extra + tg * d, 1, chunk_partials + tg, 1});
                 for (int j = 0; j < group; ++j)
                     fold(row + std::size_t(g) * group + j, chunk_partials[tg + j], chunk_acc + (tg + j) * d,
@@ -419,7 +425,7 @@ struct Scratch {
                 std::size_t scales, int d) {
         q_rot.resize(queries * d);
         scores.resize(tasks * group * chunk);
-        q_smooth.resize(tasks * group * d);
+        q_smooth.resize(tasks * (group + 2) * d);
         acc.resize(parts * d);
         extra.resize(parts * d);
         partials.resize(parts);

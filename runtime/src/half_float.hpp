@@ -36,4 +36,9 @@ inline float half_to_float(std::uint16_t h) {
     return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | sign);
 }
 
+// out[i] = half_to_float(h[i]) for i < n: a plain loop, which the compiler vectorizes.
+inline void widen_halves(const std::uint16_t* h, int n, float* out) {
+    for (int i = 0; i < n; ++i) out[i] = half_to_float(h[i]);
+}
+
 }  // namespace tq::detail

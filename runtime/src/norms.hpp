@@ -1,5 +1,5 @@
 // Euclidean norms in double, of float and of half-float vectors (the range checks'),
-// and the dot product of a float vector with a half one (a query with a block's mean).
+// and a dot product in double (a query with a block's mean).
 #pragma once
 
 #include "half_float.hpp"
@@ -21,13 +21,13 @@ inline double half_norm(const std::uint16_t* x, int d) {
     return std::sqrt(s);
 }
 
-// <x, h> in double, in four independent partial sums (no chain of dependent adds).
-inline double dot_half(const float* x, const std::uint16_t* h, int d) {
+// <x, y> in double, in four independent partial sums (no chain of dependent adds).
+inline double dot_double(const float* x, const float* y, int d) {
     double s[4] = {};
     int i = 0;
     for (; i + 4 <= d; i += 4)
-        for (int j = 0; j < 4; ++j) s[j] += double(x[i + j]) * half_to_float(h[i + j]);
-    for (; i < d; ++i) s[0] += double(x[i]) * half_to_float(h[i]);
+        for (int j = 0; j < 4; ++j) s[j] += double(x[i + j]) * y[i + j];
+    for (; i < d; ++i) s[0] += double(x[i]) * y[i];
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
