@@ -5,6 +5,7 @@ import struct
 from pathlib import Path
 
 import jinja2
+import jinja2.meta
 
 import cxx
 import hadamard

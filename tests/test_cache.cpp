@@ -215,6 +215,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(fa_tq_init(100, config, 1) == nullptr);
     CHECK(tq_last_status() == TQ_ERROR_UNSUPPORTED);
     CHECK(std::string(fa_tq_last_error()).find("this build has head_dim") != std::string::npos);
+    CHECK(std::string(fa_tq_last_error()).rfind("fa_tq_init: no kernels for head_dim 100", 0) == 0);  // one prefix
     CHECK(fa_tq_init(d, tq::test::config(9, 2), 1) == nullptr);
     CHECK(fa_tq_init(d, tq::test::config(tq::rate(v), tq::rate(v), FA_TQ_SCALE_FORMAT_DEFAULT, FA_TQ_CENTER_DEFAULT, 0, 0, FA_TQ_SMOOTH_DEFAULT, static_cast<fa_tq_scale>(3)), 1) == nullptr);
     for (fa_tq_config bad : {tq::test::config(4, 2, static_cast<fa_tq_scale_format>(3)),

@@ -124,3 +124,26 @@ TEST_CASE("fused: a group of weight rows accumulates each value once, each row's
             }
     });
 }
+
+TEST_CASE("fused: a key's score does not depend on how many keys are scored with it") {
+    // score reduces keys in batches of a register's lanes; a key alone and in a
+    // batch must sum in the same order.
+    for (const tq_bit_kernels& v : tq::variants()) {
+        CAPTURE(v.head_dim);
+        CAPTURE(v.rate_eighths);
+        const int d = v.head_dim;
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        constexpr std::size_t kKeys = 37;
+        const auto x = tq::test::gaussian(kKeys * d, 8);
+        std::vector<std::uint8_t> codes(kKeys * v.code_bytes);
+        std::vector<float> scales(kKeys), batch(kKeys), alone(1);
+        for (std::size_t t = 0; t < kKeys; ++t)
+            REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &codes[t * v.code_bytes], &scales[t]) == TQ_OK);
+        const auto q = tq::test::gaussian(d, 9);
+        v.score(q.data(), 1, codes.data(), scales.data(), kKeys, batch.data(), kKeys);
+        for (std::size_t t = 0; t < kKeys; ++t) {
+            v.score(q.data(), 1, &codes[t * v.code_bytes], &scales[t], 1, alone.data(), 1);
+            REQUIRE(alone[0] == batch[t]);
+        }
+    }
+}

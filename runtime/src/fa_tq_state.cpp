@@ -88,7 +88,9 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
         if (!resolve_levers(config, levers)) return nullptr;
         const tq_kernels* kernels = nullptr;
         if (tq_find(head_dim, config.key_bits, config.value_bits, &kernels) != TQ_OK) {
-            fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: ") + tq_last_error());
+            // tq_find's message, its name replaced by ours: one prefix
+            const std::string why = tq_last_error(), own = "tq_find: ";
+            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: " + (why.rfind(own, 0) == 0 ? why.substr(own.size()) : why));
             return nullptr;
         }
         auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,

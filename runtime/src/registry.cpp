@@ -5,6 +5,7 @@
 #include "last_error.hpp"
 #include "rate_text.hpp"
 #include "registry_table.hpp"
+#include "rotation_signs.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -154,10 +155,11 @@ std::string bits_text(float bits) {
     return e > 0 ? detail::rate_text(e) : std::to_string(bits);
 }
 
+// "no kernels for ...": the caller puts its own name in front.
 std::string unsupported_message(int head_dim, float key_bits, float value_bits) {
     const Registry& r = registry();
     const bool bad_rate = eighths_of(key_bits) < 0 || eighths_of(value_bits) < 0;
-    return "turboquant: no kernels for head_dim " + std::to_string(head_dim) + ", key_bits " + bits_text(key_bits) +
+    return "no kernels for head_dim " + std::to_string(head_dim) + ", key_bits " + bits_text(key_bits) +
            ", value_bits " + bits_text(value_bits) +
            (bad_rate ? " (bits must be 1..8 in steps of 1/8)" : "") + "; this build has head_dim " + join(r.head_dims) +
            " with key and value bits each in " + join(r.rates, detail::rate_text) +
@@ -176,19 +178,11 @@ bool has_head_dim(int head_dim) {
     return std::find(dims.begin(), dims.end(), head_dim) != dims.end();
 }
 
-// SplitMix64 (Steele, Lea, Flood 2014): fully specified, identical on every platform.
-std::uint64_t splitmix64(std::uint64_t& state) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 }  // namespace
 
 const tq_kernels& find(int head_dim, float key_bits, float value_bits) {
     if (const tq_kernels* t = lookup(registry(), head_dim, key_bits, value_bits)) return *t;
-    throw Error(TQ_ERROR_UNSUPPORTED, unsupported_message(head_dim, key_bits, value_bits));
+    throw Error(TQ_ERROR_UNSUPPORTED, "tq::find: " + unsupported_message(head_dim, key_bits, value_bits));
 }
 
 std::span<const tq_bit_kernels> variants() { return registry().variants; }
@@ -218,7 +212,9 @@ int tq_find(int head_dim, float key_bits, float value_bits, const tq_kernels** o
     return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
         if (!out) return tq::detail::fail(TQ_ERROR_INVALID_ARGUMENT, "tq_find: out is NULL");
         const tq_kernels* t = tq::lookup(tq::registry(), head_dim, key_bits, value_bits);
-        if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
+        if (!t)
+            return tq::detail::fail(TQ_ERROR_UNSUPPORTED,
+                                    "tq_find: " + tq::unsupported_message(head_dim, key_bits, value_bits));
         *out = t;
         return TQ_OK;
     });
@@ -232,7 +228,9 @@ int tq_find_isa(const char* isa, int head_dim, float key_bits, float value_bits,
             return tq::detail::fail(TQ_ERROR_UNSUPPORTED, std::string("tq_find_isa: ISA '") + (isa ? isa : "(null)") +
                                                               "' is not in this build or not run by this CPU");
         const tq_kernels* t = tq::lookup(tq::registry_of(tq::isa_index(isa)), head_dim, key_bits, value_bits);
-        if (!t) return tq::detail::fail(TQ_ERROR_UNSUPPORTED, tq::unsupported_message(head_dim, key_bits, value_bits));
+        if (!t)
+            return tq::detail::fail(TQ_ERROR_UNSUPPORTED,
+                                    "tq_find_isa: " + tq::unsupported_message(head_dim, key_bits, value_bits));
         *out = t;
         return TQ_OK;
     });
@@ -291,9 +289,7 @@ int tq_rotation_signs(int head_dim, uint64_t seed, float* signs) {
             return tq::detail::fail(TQ_ERROR_UNSUPPORTED, "tq_rotation_signs: head_dim " + std::to_string(head_dim) +
                                                               " is not in this build (" +
                                                               tq::join(tq::registry().head_dims) + ")");
-        const float magnitude = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-        std::uint64_t state = seed;
-        for (int i = 0; i < head_dim; ++i) signs[i] = (tq::splitmix64(state) >> 63) ? -magnitude : magnitude;
+        tq::detail::draw_rotation_signs(head_dim, seed, signs);
         return TQ_OK;
     });
 }
