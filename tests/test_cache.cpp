@@ -100,118 +100,154 @@ TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last win
     CHECK_THROWS_AS(ring.evict(1), tq::Error);
 }
 
-TEST_CASE("cache: bad input returns the documented error and leaves the cache byte-identical") {
-    const int d = tq::test::main_head_dim(), L = 2, H = 2, max_seq = 8;
-    const auto& v = tq::variants().front();
+namespace {
+
+// Caches in the states the bad calls meet: c (2 layers, 3 positions), full (every
+// position written), ring (values ahead of keys), big (keys of norm ~1e30), and the
+// inputs that make each call fail.
+struct BadInput {
+    static constexpr int L = 2, H = 2, max_seq = 8;
+    const int d = tq::test::main_head_dim();
+    const tq_bit_kernels& v = tq::variants().front();
     // float scales: the keys of norm 1e30 below stay storable
     const fa_tq_config config = tq::test::config(tq::rate(v), tq::rate(v), FA_TQ_SCALE_FORMAT_F32);
     fa_tq_state* s = fa_tq_init(d, config, 1);
     fa_tq_state* other = fa_tq_init(d, config, 2);  // another seed
-    REQUIRE(s);
-    REQUIRE(other);
-    fa_tq_cache* c = fa_tq_cache_new(s, L, H, max_seq);
-    REQUIRE(c);
+    fa_tq_cache *c = nullptr, *full = nullptr, *ring = nullptr, *big = nullptr;
     const std::size_t token = std::size_t(H) * d;
-    const auto x = tq::test::gaussian(token, 1);
-    for (int t = 0; t < 3; ++t)
-        for (int l = 0; l < L; ++l)
-            for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, c, l, t, x.data(), key) == FA_TQ_OK);
-    auto nan_last = x, inf_first = x;
-    nan_last[token - 1] = std::numeric_limits<float>::quiet_NaN();  // the last head: earlier heads must not land
-    inf_first[0] = -std::numeric_limits<float>::infinity();
-    const auto huge = std::vector<float>(token, std::numeric_limits<float>::max());
-    std::vector<float> q(2 * token, 0.5f), q_nan = q, out(2 * token, 0.0f), dq(token * 4);
-    q_nan[3] = std::numeric_limits<float>::quiet_NaN();
-    fa_tq_cache* full = fa_tq_cache_new(s, 1, H, max_seq);  // every position written
-    REQUIRE(full);
-    for (int t = 0; t < max_seq; ++t)
-        for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, full, 0, t, x.data(), key) == FA_TQ_OK);
-    fa_tq_cache* ring = fa_tq_cache_new_ring(s, 1, H, max_seq);  // values ahead of keys
-    REQUIRE(ring);
-    for (int t = 0; t < 2 * max_seq; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), false) == FA_TQ_OK);
-    for (int t = 0; t < 12; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), true) == FA_TQ_OK);
-    auto huge_q = q;
-    for (auto& e : huge_q) e = 1e38f;  // finite, but its rotation would not be
-    fa_tq_cache* big = fa_tq_cache_new(s, 1, H, max_seq);  // keys of norm ~1e30
-    REQUIRE(big);
-    auto big_x = x, large_q = q;
-    for (auto& e : big_x) e *= 1e29f;
-    for (auto& e : large_q) e = 1e8f;  // |q| x |k| ~ 1e39: each finite, the score not
-    for (int t = 0; t < 3; ++t)
-        for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, big, 0, t, big_x.data(), key) == FA_TQ_OK);
+    std::vector<float> x = tq::test::gaussian(token, 1), nan_last = x, inf_first = x,
+                       huge = std::vector<float>(token, std::numeric_limits<float>::max()),
+                       q = std::vector<float>(2 * token, 0.5f), q_nan = q, out = std::vector<float>(2 * token, 0.0f),
+                       huge_q = q, big_x = x, large_q = q;
 
-    struct Case {
-        const char* what;
-        fa_tq_cache* cache;
-        int expected;
-        std::function<int()> call;
-    };
-    const Case cases[] = {
-        {"quantize NULL state", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(nullptr, c, 0, 3, x.data(), true); }},
-        {"quantize NULL cache", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, nullptr, 0, 3, x.data(), true); }},
-        {"quantize NULL vec", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, 0, 3, nullptr, true); }},
-        {"quantize other state", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(other, c, 0, 3, x.data(), true); }},
-        {"quantize layer -1", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, -1, 3, x.data(), true); }},
-        {"quantize layer L", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, L, 3, x.data(), true); }},
-        {"quantize gap", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, 0, 4, x.data(), true); }},
-        {"quantize pos -1", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_quantize(s, c, 0, -1, x.data(), false); }},
-        {"quantize past max_seq", full, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_quantize(s, full, 0, max_seq, x.data(), true); }},
-        {"quantize NaN", c, TQ_ERROR_NONFINITE, [&] { return fa_tq_quantize(s, c, 0, 3, nan_last.data(), true); }},
-        {"quantize -Inf", c, TQ_ERROR_NONFINITE, [&] { return fa_tq_quantize(s, c, 1, 1, inf_first.data(), false); }},
-        {"quantize huge", c, TQ_ERROR_RANGE, [&] { return fa_tq_quantize(s, c, 1, 1, huge.data(), false); }},
-        {"attention NULL q", c, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, c, 0, 3, nullptr, 2 * H, x.data(), x.data(), 0, out.data()); }},
-        {"attention NULL out", c, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), 0, nullptr); }},
-        {"attention heads 3", c, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 3, x.data(), x.data(), 0, out.data()); }},
-        {"attention NaN q", c, TQ_ERROR_NONFINITE,
-         [&] { return fa_tq_attention(s, c, 0, 3, q_nan.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
-        {"attention NaN v", c, TQ_ERROR_NONFINITE,
-         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), nan_last.data(), 0, out.data()); }},
-        {"attention NaN k", c, TQ_ERROR_NONFINITE,
-         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, nan_last.data(), x.data(), 0, out.data()); }},
-        {"attention query beyond TQ_MAX_NORM", c, TQ_ERROR_RANGE,
-         [&] { return fa_tq_attention(s, c, 0, 3, huge_q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
-        {"attention scores overflow", big, TQ_ERROR_RANGE,
-         [&] { return fa_tq_attention(s, big, 0, 3, large_q.data(), 2 * H, big_x.data(), big_x.data(), 0, out.data()); }},
-        {"attention negative scale", c, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), -1, out.data()); }},
-        {"attention gap", c, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, c, 0, 5, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
-        {"attention past max_seq", full, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, full, 0, max_seq, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
-        {"attention ring behind newest value", ring, TQ_ERROR_INVALID_ARGUMENT,
-         [&] { return fa_tq_attention(s, ring, 0, 12, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); }},
-        {"evict too many", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_evict(c, 4); }},
-        {"evict negative", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_evict(c, -1); }},
-        {"evict ring", ring, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_evict(ring, 1); }},
-        {"clear NULL", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_clear(nullptr); }},
-        {"bytes NULL", c, TQ_ERROR_INVALID_ARGUMENT, [&] { return fa_tq_cache_bytes(nullptr, nullptr, nullptr); }},
-    };
-    for (const Case& k : cases) {
-        CAPTURE(k.what);
-        const Snapshot before(k.cache);
-        CHECK(k.call() == k.expected);
-        CHECK(std::string(fa_tq_last_error()).find("fa_tq_") != std::string::npos);
-        CHECK(Snapshot(k.cache) == before);
+    BadInput() {
+        REQUIRE(s);
+        REQUIRE(other);
+        c = fa_tq_cache_new(s, L, H, max_seq);
+        full = fa_tq_cache_new(s, 1, H, max_seq);
+        ring = fa_tq_cache_new_ring(s, 1, H, max_seq);
+        big = fa_tq_cache_new(s, 1, H, max_seq);
+        REQUIRE((c && full && ring && big));
+        for (int t = 0; t < 3; ++t)
+            for (int l = 0; l < L; ++l)
+                for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, c, l, t, x.data(), key) == FA_TQ_OK);
+        nan_last[token - 1] = std::numeric_limits<float>::quiet_NaN();  // the last head: earlier heads must not land
+        inf_first[0] = -std::numeric_limits<float>::infinity();
+        q_nan[3] = std::numeric_limits<float>::quiet_NaN();
+        for (int t = 0; t < max_seq; ++t)
+            for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, full, 0, t, x.data(), key) == FA_TQ_OK);
+        for (int t = 0; t < 2 * max_seq; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), false) == FA_TQ_OK);
+        for (int t = 0; t < 12; ++t) REQUIRE(fa_tq_quantize(s, ring, 0, t, x.data(), true) == FA_TQ_OK);
+        for (auto& e : huge_q) e = 1e38f;  // finite, but its rotation would not be
+        for (auto& e : big_x) e *= 1e29f;
+        for (auto& e : large_q) e = 1e8f;  // |q| x |k| ~ 1e39: each finite, the score not
+        for (int t = 0; t < 3; ++t)
+            for (bool key : {true, false}) REQUIRE(fa_tq_quantize(s, big, 0, t, big_x.data(), key) == FA_TQ_OK);
     }
-    CHECK(std::all_of(out.begin(), out.end(), [](float e) { return e == 0.0f; }));  // no failed call wrote out
-    fa_tq_cache_free(full);
-    fa_tq_cache_free(ring);
-    fa_tq_cache_free(big);
-    const Snapshot before(c);
+    ~BadInput() {
+        for (fa_tq_cache* k : {c, full, ring, big}) fa_tq_cache_free(k);
+        fa_tq_free(other);
+        fa_tq_free(s);
+    }
 
-    // dequantize: out of range, negative count, NULL out
+    // One failing call: its status, a message naming the function, and the cache it
+    // was given byte-identical afterwards (no out written either).
+    void check(fa_tq_cache* cache, int expected, const std::function<int()>& call) {
+        const Snapshot before(cache);
+        CHECK(call() == expected);
+        CHECK(std::string(fa_tq_last_error()).find("fa_tq_") != std::string::npos);
+        CHECK(Snapshot(cache) == before);
+        CHECK(std::all_of(out.begin(), out.end(), [](float e) { return e == 0.0f; }));
+    }
+};
+
+}  // namespace
+
+TEST_CASE_FIXTURE(BadInput, "cache: each bad call returns the documented error and leaves the cache byte-identical") {
+    constexpr int E_ARG = TQ_ERROR_INVALID_ARGUMENT;
+    SUBCASE("quantize NULL state") { check(c, E_ARG, [&] { return fa_tq_quantize(nullptr, c, 0, 3, x.data(), true); }); }
+    SUBCASE("quantize NULL cache") { check(c, E_ARG, [&] { return fa_tq_quantize(s, nullptr, 0, 3, x.data(), true); }); }
+    SUBCASE("quantize NULL vec") { check(c, E_ARG, [&] { return fa_tq_quantize(s, c, 0, 3, nullptr, true); }); }
+    SUBCASE("quantize other state") { check(c, E_ARG, [&] { return fa_tq_quantize(other, c, 0, 3, x.data(), true); }); }
+    SUBCASE("quantize layer -1") { check(c, E_ARG, [&] { return fa_tq_quantize(s, c, -1, 3, x.data(), true); }); }
+    SUBCASE("quantize layer L") { check(c, E_ARG, [&] { return fa_tq_quantize(s, c, L, 3, x.data(), true); }); }
+    SUBCASE("quantize gap") { check(c, E_ARG, [&] { return fa_tq_quantize(s, c, 0, 4, x.data(), true); }); }
+    SUBCASE("quantize pos -1") { check(c, E_ARG, [&] { return fa_tq_quantize(s, c, 0, -1, x.data(), false); }); }
+    SUBCASE("quantize past max_seq") {
+        check(full, E_ARG, [&] { return fa_tq_quantize(s, full, 0, max_seq, x.data(), true); });
+    }
+    SUBCASE("quantize NaN") {
+        check(c, TQ_ERROR_NONFINITE, [&] { return fa_tq_quantize(s, c, 0, 3, nan_last.data(), true); });
+    }
+    SUBCASE("quantize -Inf") {
+        check(c, TQ_ERROR_NONFINITE, [&] { return fa_tq_quantize(s, c, 1, 1, inf_first.data(), false); });
+    }
+    SUBCASE("quantize huge") { check(c, TQ_ERROR_RANGE, [&] { return fa_tq_quantize(s, c, 1, 1, huge.data(), false); }); }
+    SUBCASE("attention NULL q") {
+        check(c, E_ARG, [&] { return fa_tq_attention(s, c, 0, 3, nullptr, 2 * H, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention NULL out") {
+        check(c, E_ARG, [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), 0, nullptr); });
+    }
+    SUBCASE("attention heads 3") {
+        check(c, E_ARG, [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 3, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention NaN q") {
+        check(c, TQ_ERROR_NONFINITE,
+              [&] { return fa_tq_attention(s, c, 0, 3, q_nan.data(), 2 * H, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention NaN v") {
+        check(c, TQ_ERROR_NONFINITE,
+              [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), nan_last.data(), 0, out.data()); });
+    }
+    SUBCASE("attention NaN k") {
+        check(c, TQ_ERROR_NONFINITE,
+              [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, nan_last.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention query beyond TQ_MAX_NORM") {
+        check(c, TQ_ERROR_RANGE,
+              [&] { return fa_tq_attention(s, c, 0, 3, huge_q.data(), 2 * H, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention scores overflow") {
+        check(big, TQ_ERROR_RANGE, [&] {
+            return fa_tq_attention(s, big, 0, 3, large_q.data(), 2 * H, big_x.data(), big_x.data(), 0, out.data());
+        });
+    }
+    SUBCASE("attention negative scale") {
+        check(c, E_ARG, [&] { return fa_tq_attention(s, c, 0, 3, q.data(), 2 * H, x.data(), x.data(), -1, out.data()); });
+    }
+    SUBCASE("attention gap") {
+        check(c, E_ARG, [&] { return fa_tq_attention(s, c, 0, 5, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention past max_seq") {
+        check(full, E_ARG,
+              [&] { return fa_tq_attention(s, full, 0, max_seq, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("attention ring behind newest value") {
+        check(ring, E_ARG,
+              [&] { return fa_tq_attention(s, ring, 0, 12, q.data(), 2 * H, x.data(), x.data(), 0, out.data()); });
+    }
+    SUBCASE("evict too many") { check(c, E_ARG, [&] { return fa_tq_cache_evict(c, 4); }); }
+    SUBCASE("evict negative") { check(c, E_ARG, [&] { return fa_tq_cache_evict(c, -1); }); }
+    SUBCASE("evict ring") { check(ring, E_ARG, [&] { return fa_tq_cache_evict(ring, 1); }); }
+    SUBCASE("clear NULL") { check(c, E_ARG, [&] { return fa_tq_cache_clear(nullptr); }); }
+    SUBCASE("bytes NULL") { check(c, E_ARG, [&] { return fa_tq_cache_bytes(nullptr, nullptr, nullptr); }); }
+}
+
+TEST_CASE_FIXTURE(BadInput, "cache: dequantize refuses positions out of range, negative counts and NULL out") {
+    std::vector<float> dq(token * 4);
+    const Snapshot before(c);
     CHECK(fa_tq_dequantize(s, c, 0, 2, 2, true, dq.data()) == nullptr);
     CHECK(fa_tq_dequantize(s, c, 0, 0, -1, true, dq.data()) == nullptr);
     CHECK(fa_tq_dequantize(s, c, 0, 0, 1, true, nullptr) == nullptr);
     CHECK(fa_tq_dequantize(s, c, 5, 0, 1, true, dq.data()) == nullptr);
     CHECK(fa_tq_dequantize(s, c, 0, 0, 0, true, dq.data()) == dq.data());
     CHECK(fa_tq_cache_seq_len(nullptr) == -1);
+    CHECK(Snapshot(c) == before);
+}
 
-    // construction
+TEST_CASE_FIXTURE(BadInput, "cache: construction refuses unsupported shapes and configs with one-prefix messages") {
+    const Snapshot before(c);
     CHECK(fa_tq_init(100, config, 1) == nullptr);
     CHECK(tq_last_status() == TQ_ERROR_UNSUPPORTED);
     CHECK(std::string(fa_tq_last_error()).find("this build has head_dim") != std::string::npos);
@@ -240,11 +276,7 @@ TEST_CASE("cache: bad input returns the documented error and leaves the cache by
     CHECK(tq_last_status() == TQ_ERROR_INVALID_ARGUMENT);
     fa_tq_cache_free(nullptr);
     fa_tq_free(nullptr);
-
     CHECK(Snapshot(c) == before);
-    fa_tq_cache_free(c);
-    fa_tq_free(other);
-    fa_tq_free(s);
 }
 
 TEST_CASE("cache: the C++ API checks span sizes") {
