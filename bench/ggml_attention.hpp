@@ -1,6 +1,6 @@
 // The peer of tq-attention-bench: llama.cpp's CPU flash attention
 // (ggml_flash_attn_ext) over its own F16, Q8_0 and Q4_0 K/V, built from the pinned
-// llama.cpp sources (tools/setup-llamacpp.sh) for the same ISA as the kernels it
+// llama.cpp sources (scripts/setup-llamacpp.sh) for the same ISA as the kernels it
 // races.  Compiled only when bench/CMakeLists.txt finds those sources.
 #pragma once
 

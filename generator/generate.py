@@ -7,18 +7,25 @@
     generate.py --head-dims 64,128 --bits 2,4 --out-dir OUT --list-outputs FILE.cmake
         writes, for CMake at configure time, each group's outputs and the
         templates it depends on; renders nothing.
+    generate.py --head-dims ... --bits ... --isas ... --tq-codebook PATH --check DIR
+        renders every file into a temporary folder (running tq-codebook for the
+        codebooks) and fails, listing the files, on any difference from DIR (the
+        checked-in generated/: CTest's generated_in_sync);
+    generate.py ... --tq-codebook PATH --sync DIR
+        rewrites DIR from scratch likewise (the CMake target update-generated).
 
 CB holds tq-codebook's JSON, one `codebook-d<D>-b<B>.json` per (head dim, bits).
 """
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-
-import jinja2.meta  # noqa: F401  (makes jinja2.meta available to environment.py)
 
 from environment import make_environment, referenced_templates, TEMPLATES_DIR
 from layout import Rate
@@ -112,6 +119,35 @@ def generate_with_codebooks(tq_codebook: str, cfg: Config, out_dir: Path) -> Non
         write_if_changed(out_dir / out.path, render(env, out, json_dir))
 
 
+def differences(expected: Path, actual: Path) -> list[str]:
+    """What makes folder `actual` differ from `expected`, file by file."""
+    files = lambda root: {p.relative_to(root) for p in root.rglob("*") if p.is_file()}
+    want, have = files(expected), files(actual)
+    out = [f"missing from {actual.name}/: {p}" for p in sorted(want - have)]
+    out += [f"not produced by the generator: {p}" for p in sorted(have - want)]
+    out += [f"differs: {p}" for p in sorted(want & have) if not filecmp.cmp(expected / p, actual / p, shallow=False)]
+    return out
+
+
+def check_or_sync(tq_codebook: str, cfg: Config, checked_in: Path, sync: bool) -> int:
+    """--check / --sync: the checked-in folder against a fresh rendering of cfg."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "generated"
+        generate_with_codebooks(tq_codebook, cfg, fresh)
+        if sync:
+            shutil.rmtree(checked_in, ignore_errors=True)
+            shutil.copytree(fresh, checked_in)
+            print(f"wrote {checked_in}")
+            return 0
+        diff = differences(fresh, checked_in)
+    if diff:
+        print(f"{checked_in} is out of date; run `cmake --build <build> --target update-generated`:")
+        print("\n".join("  " + line for line in diff))
+        return 1
+    print(f"{checked_in} matches the generator's output for these variants")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--head-dims", type=int_list, required=True, help="e.g. 64,128,256")
@@ -120,17 +156,27 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--isas", type=name_list, default=ISAS, help=f"subset of {','.join(ISAS)}")
     ap.add_argument("--score-accumulators", type=int, default=2,
                     help="tuning: partial sums per key in the SIMD score kernels (1, 2, 4, 8; default 2)")
-    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--out-dir", type=Path, help="where to render (every mode but --check and --sync)")
     ap.add_argument("--codebook-dir", type=Path, help="folder of tq-codebook JSON files")
     ap.add_argument("--group", action="append", help="render only this group (repeatable)")
     ap.add_argument("--list-outputs", type=Path, metavar="FILE", help="write the CMake output list and exit")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--check", type=Path, metavar="DIR", help="compare DIR with a fresh rendering; 1 if they differ")
+    mode.add_argument("--sync", type=Path, metavar="DIR", help="rewrite DIR with a fresh rendering")
+    ap.add_argument("--tq-codebook", help="the tq-codebook tool, for --check and --sync")
     args = ap.parse_args(argv)
+    if (args.check or args.sync) and not args.tq_codebook:
+        ap.error("--check and --sync need --tq-codebook")
+    if not (args.check or args.sync) and not args.out_dir:
+        ap.error("--out-dir is required")
 
     try:
         cfg = Config(head_dims=args.head_dims, bits=args.bits, isas=args.isas,
                      score_accumulators=args.score_accumulators)
     except ValueError as e:
         ap.error(str(e))
+    if args.check or args.sync:
+        return check_or_sync(args.tq_codebook, cfg, (args.check or args.sync).resolve(), bool(args.sync))
     env = make_environment()
     outs = outputs(cfg)
     if args.list_outputs:

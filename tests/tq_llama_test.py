@@ -3,7 +3,7 @@
 
   arguments  bad command lines and bad model files get one clear line and a non-zero
              exit (no model needed)
-  model      on a real model (tools/setup-model.sh; --reference smollm2: SmolLM2-135M-
+  model      on a real model (scripts/setup-model.sh; --reference smollm2: SmolLM2-135M-
              Instruct, gemma3: Gemma 3 270M) against llama.cpp's FP32-KV reference
              (tests/fixtures/make_llamacpp_reference.py): identical tokens, the same
              top-1 and close logits on a fixed prompt, perplexity within 1% on GPL-3
@@ -284,7 +284,7 @@ def main() -> int:
         check_arguments(a.tq_llama)
     else:
         if not a.model or not Path(a.model).is_file() or not GPL3.is_file():
-            print(f"needs the model ({a.model}; tools/setup-model.sh) and {GPL3}", file=sys.stderr)
+            print(f"needs the model ({a.model}; scripts/setup-model.sh) and {GPL3}", file=sys.stderr)
             return 1
         check_model(a.tq_llama, a.model, a.reference)
     for f in failures:

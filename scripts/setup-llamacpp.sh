@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches llama.cpp's sources, pinned by hash in tools/llamacpp-requirements.txt (the
+# Fetches llama.cpp's sources, pinned by hash in scripts/llamacpp-requirements.txt (the
 # source distribution of llama-cpp-python, which vendors them), into .llamacpp/ (or
 # $TQ_LLAMACPP_DIR), and prints the llama.cpp tree's path.  Used to make test fixtures
 # from ggml's own code (tests/fixtures/make_ggml_blocks.py --ggml-src).  Network is
@@ -11,7 +11,7 @@ tree="$dir/llama_cpp_python-0.3.36/vendor/llama.cpp"
 if [ ! -f "$tree/ggml/src/ggml-quants.c" ]; then
   mkdir -p "$dir"
   python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
-    --require-hashes -r tools/llamacpp-requirements.txt -d "$dir"
+    --require-hashes -r scripts/llamacpp-requirements.txt -d "$dir"
   tar -xzf "$dir/llama_cpp_python-0.3.36.tar.gz" -C "$dir"
 fi
 echo "$tree"

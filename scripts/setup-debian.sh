@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-math-dev doctest-dev libbenchmark-dev python3 pkgconf clang libclang-rt-dev)
-# pip for Debian's own python3 (tools/setup-model.sh installs the test model with it)
+# pip for Debian's own python3 (scripts/setup-model.sh installs the test model with it)
 [ "$(command -v python3)" != /usr/bin/python3 ] || packages+=(python3-pip)
 missing=()
 for p in "${packages[@]}"; do

