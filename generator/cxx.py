@@ -5,9 +5,8 @@ with every index a literal, so each generated kernel spells out the layout.
 """
 from __future__ import annotations
 
-import re
-
-from layout import Plane, Segment, code_bytes, coords_of_byte, fields_of, planes, segment_planes, segments
+from layout import (Plane, Segment, coords_of_byte, fields_of, planes, register_parts, segment_planes, simd_read_size,
+                    small_field_fits)
 
 
 def level_expr(head_dim: int, bits, coord: int, src: str) -> str:
@@ -57,9 +56,8 @@ def _plane_runs(p: Plane, base: int, lo: int, hi: int) -> list[tuple[int, int, i
 def _plane_levels(p: Plane, base: int, lo: int, hi: int, lanes: int, size: int, src: str) -> str:
     """Expression (an I register) whose lanes lo..hi-1 hold plane p's bits of
     coordinates base+lo..base+hi-1; `size` bytes may be read at src."""
-    local = base + lo - p.first
-    if (lo, hi) == (0, lanes) and p.nbytes < lanes and lanes % p.nbytes == 0 and local % lanes == 0:
-        return f"small_field<{p.nbytes}, {p.width}, {local // p.nbytes}>({src} + {p.offset})"
+    if small_field_fits(p, base, lo, hi, lanes):
+        return f"small_field<{p.nbytes}, {p.width}, {(base + lo - p.first) // p.nbytes}>({src} + {p.offset})"
     expr = None
     for k, j, lane, count in _plane_runs(p, base, lo, hi):
         byte = p.offset + j
@@ -74,30 +72,6 @@ def _plane_levels(p: Plane, base: int, lo: int, hi: int, lanes: int, size: int, 
 
 def _lane_mask(lo: int, hi: int) -> str:
     return hex(((1 << hi) - 1) ^ ((1 << lo) - 1))
-
-
-def register_parts(head_dim: int, bits, first: int, lanes: int) -> list[tuple[int, Segment, int, int]]:
-    """The segments a register of coordinates first..first+lanes-1 spans: (index, segment, lo lane, hi lane)."""
-    out = []
-    for i, s in enumerate(segments(head_dim, bits)):
-        lo, hi = max(s.first - first, 0), min(s.first + s.count - first, lanes)
-        if lo < hi:
-            out.append((i, s, lo, hi))
-    return out
-
-
-def simd_read_size(head_dim: int, bits, lanes: int) -> int:
-    """Bytes the unpacking of one vector may read: its code, or a register's
-    worth when the code is shorter (the kernel then copies it into a padded buffer)."""
-    return max(code_bytes(head_dim, bits), lanes)
-
-
-def simd_needs_padding(head_dim: int, bits, lanes: int) -> bool:
-    """Whether the code is shorter than one load and some register is unpacked by field loads."""
-    if code_bytes(head_dim, bits) >= lanes:
-        return False
-    exprs = (simd_centroids(head_dim, bits, first, lanes, "p", "t") for first in range(0, head_dim, lanes))
-    return any(re.search(r"(?<!small_)field<", e) for e in exprs)
 
 
 def _blend_parts(parts, part_expr) -> str:
@@ -169,11 +143,6 @@ def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst
                 expr = f"or_({t}, {expr})"
             stmts.append(f"store_bytes({dst} + {p.offset + j0}, {expr});")
     return stmts
-
-
-def needs_level_array(head_dim: int, bits, lanes: int) -> bool:
-    """Whether simd_pack_stmts reads the level array (some plane is narrower than a register)."""
-    return any(p.nbytes % lanes or p.first % lanes for p in planes(head_dim, bits))
 
 
 def dword_lanes(head_dim: int, bits, lanes: int):

@@ -8,7 +8,7 @@ import jinja2
 import jinja2.meta
 
 import cxx
-import hadamard
+import hadamard_cxx
 from layout import planes, segment_index, segments
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -42,9 +42,9 @@ def make_environment() -> jinja2.Environment:
         simd_centroids=cxx.simd_centroids,
         simd_bucketize=cxx.simd_bucketize,
         simd_lookup=cxx.simd_lookup,
-        scalar_dense_stmts=hadamard.scalar_dense_stmts,
-        simd_dense_stmts=hadamard.simd_dense_stmts,
-        simd_sum=hadamard.simd_sum,
+        scalar_dense_stmts=hadamard_cxx.scalar_dense_stmts,
+        simd_dense_stmts=hadamard_cxx.simd_dense_stmts,
+        simd_sum=hadamard_cxx.simd_sum,
         segment_index=segment_index,
         simd_pack_stmts=cxx.simd_pack_stmts,
         dword_lanes=cxx.dword_lanes,

@@ -170,3 +170,45 @@ def fields_of(head_dim: int, bits, coord: int) -> list[Field]:
 def coords_of_byte(plane: Plane, byte_in_plane: int) -> list[int]:
     """The coordinates whose fields share byte `byte_in_plane` of `plane`, field order."""
     return [plane.first + k * plane.nbytes + byte_in_plane for k in range(plane.fields)]
+
+
+# What SIMD unpacking needs of a layout (lanes: floats per register).
+
+def register_parts(head_dim: int, bits, first: int, lanes: int) -> list[tuple[int, Segment, int, int]]:
+    """The segments a register of coordinates first..first+lanes-1 spans: (index, segment, lo lane, hi lane)."""
+    out = []
+    for i, s in enumerate(segments(head_dim, bits)):
+        lo, hi = max(s.first - first, 0), min(s.first + s.count - first, lanes)
+        if lo < hi:
+            out.append((i, s, lo, hi))
+    return out
+
+
+def small_field_fits(p: Plane, base: int, lo: int, hi: int, lanes: int) -> bool:
+    """Whether lanes lo..hi-1 of the register of coordinates base.. read plane p with
+    one small-field load (a whole register from a plane of fewer bytes than lanes,
+    repeating evenly) instead of full-width field loads."""
+    local = base + lo - p.first
+    return (lo, hi) == (0, lanes) and p.nbytes < lanes and lanes % p.nbytes == 0 and local % lanes == 0
+
+
+def simd_read_size(head_dim: int, bits, lanes: int) -> int:
+    """Bytes the unpacking of one vector may read: its code, or a register's
+    worth when the code is shorter (the kernel then copies it into a padded buffer)."""
+    return max(code_bytes(head_dim, bits), lanes)
+
+
+def simd_needs_padding(head_dim: int, bits, lanes: int) -> bool:
+    """Whether the code is shorter than one load and some register's plane is read by
+    full-width field loads (not a small field), which would read past the code."""
+    if code_bytes(head_dim, bits) >= lanes:
+        return False
+    return any(not small_field_fits(p, first, lo, hi, lanes)
+               for first in range(0, head_dim, lanes)
+               for _, seg, lo, hi in register_parts(head_dim, bits, first, lanes)
+               for p in segment_planes(seg))
+
+
+def needs_level_array(head_dim: int, bits, lanes: int) -> bool:
+    """Whether SIMD packing reads the level array (some plane is narrower than a register)."""
+    return any(p.nbytes % lanes or p.first % lanes for p in planes(head_dim, bits))

@@ -11,8 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 import hadamard
-from cxx import needs_level_array, simd_needs_padding, simd_read_size
-from layout import Rate, code_bytes, segments
+from layout import Rate, code_bytes, needs_level_array, segments, simd_needs_padding, simd_read_size
 
 ISAS = ("scalar", "avx2", "avx512")
 LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: per 8-lane block)
@@ -34,7 +33,7 @@ def check_head_dim(d: int) -> None:
         return
     near = sorted(supported_head_dims(), key=lambda x: (abs(x - d), x))[:2]
     reason = (f"outside [{MIN_HEAD_DIM}, {MAX_HEAD_DIM}]" if not MIN_HEAD_DIM <= d <= MAX_HEAD_DIM
-              else f"not m·2^k with an exact Hadamard rotation (docs/rotations.md)")
+              else "not m·2^k with an exact Hadamard rotation (docs/rotations.md)")
     raise ValueError(f"head dim {d} is not supported: {reason}; nearest supported: {', '.join(map(str, sorted(near)))}")
 
 
