@@ -172,7 +172,7 @@ void register_head_dims(const std::string& isa) {
 
 void register_isa(const std::string& isa) {
     using benchmark::State;
-    const tq::bench::Baselines& base = tq::bench::baselines_for(isa);
+    const tq::baselines::Baselines& base = tq::baselines::for_isa(isa);
     const std::string p = isa + "/";
 
     // 1. rotate, one vector in L1

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-namespace tq::codebook {
+namespace tq::lloyd_max {
 namespace {
 
 // Double precision throughout (Boost would otherwise promote to long double,
@@ -231,4 +231,4 @@ std::string to_text(const LloydMaxCodebook& cb) {
     return s;
 }
 
-}  // namespace tq::codebook
+}  // namespace tq::lloyd_max

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace tq::codebook {
+namespace tq::lloyd_max {
 
 struct LloydMaxCodebook {
     int head_dim = 0;
@@ -37,4 +37,4 @@ double coordinate_upper_tail(int head_dim, double t);
 std::string to_json(const LloydMaxCodebook& cb);
 std::string to_text(const LloydMaxCodebook& cb);
 
-}  // namespace tq::codebook
+}  // namespace tq::lloyd_max

@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
     if (format != "json" && format != "text") fail("--format must be json or text, got '" + format + "'");
 
     try {
-        const auto cb = tq::codebook::solve_lloyd_max(*head_dim, *bits);
-        const std::string text = format == "json" ? tq::codebook::to_json(cb) : tq::codebook::to_text(cb);
+        const auto cb = tq::lloyd_max::solve_lloyd_max(*head_dim, *bits);
+        const std::string text = format == "json" ? tq::lloyd_max::to_json(cb) : tq::lloyd_max::to_text(cb);
         if (output.empty()) std::cout << text;
         else write_if_changed(output, text);
     } catch (const std::invalid_argument& e) {

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <stdexcept>
 
-using tq::codebook::solve_lloyd_max;
+using tq::lloyd_max::solve_lloyd_max;
 
 TEST_CASE("codebook: unit-vector MSE at d=128 matches the paper's table") {
     // Zandieh et al. 2025, Table/Thm 1: b=1..4 -> 0.36, 0.117, 0.03, 0.009.  The

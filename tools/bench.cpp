@@ -1,5 +1,5 @@
 // `tq bench`: ns per call of every compiled variant on every ISA this CPU runs,
-// side by side, with the baselines of tq-bench (reference/baselines.hpp).
+// side by side, with the baselines of tq-bench (baselines/baselines.hpp).
 #include "args.hpp"
 #include "commands.hpp"
 #include "kernel_names.hpp"
@@ -65,7 +65,7 @@ struct Row {
 
 Row measure(const std::string& isa, const tq_bit_kernels& v, const tq_kernels& k, double seconds) {
     const int d = v.head_dim;
-    const auto& base = tq::bench::baselines_for(isa);
+    const auto& base = tq::baselines::for_isa(isa);
     const std::vector<float> signs = rotation_signs(d, 1);
     std::vector<float> x(std::size_t(d) * kKeys), q(d), out(std::max<std::size_t>(kKeys, d)), acc(d), w(kKeys);
     fill(x, 2), fill(q, 3), fill(w, 4);

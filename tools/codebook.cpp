@@ -24,8 +24,8 @@ int codebook(int argc, char** argv) {
     if (!args.has("--head-dim") || !args.has("--bits")) args.fail("--head-dim and --bits are required");
     const int d = args.integer("--head-dim", 0, 8, 1024), bits = args.integer("--bits", 0, 1, 8);
     try {
-        const auto cb = tq::codebook::solve_lloyd_max(d, bits);
-        std::fputs((args.flag("--json") ? tq::codebook::to_json(cb) : tq::codebook::to_text(cb)).c_str(), stdout);
+        const auto cb = tq::lloyd_max::solve_lloyd_max(d, bits);
+        std::fputs((args.flag("--json") ? tq::lloyd_max::to_json(cb) : tq::lloyd_max::to_text(cb)).c_str(), stdout);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tq codebook: %s\n", e.what());
         return 1;

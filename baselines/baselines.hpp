@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace tq::bench {
+namespace tq::baselines {
 
 struct Baselines {
     // The spec's "Hadamard Transform Detail": signs, the naive fwht loop, 1/sqrt(d).
@@ -20,6 +20,6 @@ struct Baselines {
 };
 
 // The baselines compiled with `isa`'s flags (scalar, avx2 or avx512).
-const Baselines& baselines_for(std::string_view isa);
+const Baselines& for_isa(std::string_view isa);
 
-}  // namespace tq::bench
+}  // namespace tq::baselines

@@ -1,11 +1,11 @@
-// Compiled once per ISA with -DTQ_BENCH_ISA=<isa> and that ISA's flags.
+// Compiled once per ISA with -DTQ_BASELINES_ISA=<isa> and that ISA's flags.
 #include "baselines.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 
-namespace tq::bench::TQ_BENCH_ISA {
+namespace tq::baselines::TQ_BASELINES_ISA {
 
 #include "fp32_attention_impl.inc"
 
@@ -40,4 +40,4 @@ void fp32_dots(const float* q, const float* keys, std::size_t n, int d, float* o
 
 extern const Baselines kBaselines = {naive_rotate, stream_sum, fp32_dots, fp32_attention};
 
-}  // namespace tq::bench::TQ_BENCH_ISA
+}  // namespace tq::baselines::TQ_BASELINES_ISA
