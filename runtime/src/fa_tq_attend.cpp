@@ -107,6 +107,7 @@ struct ChunkAttention {
     int group;  // query heads per KV head
 
     std::size_t wrap;  // pieces [0, wrap) and [wrap, size) each run in increasing slots (a ring's wrap)
+    Softmax softmax;   // softmax_for(the kernels' ISA), resolved once per call
 
     // The index ranges of the pieces that may meet slots [c0, c1): a binary search in
     // each run, so that a chunk costs its own pieces, not all of them.
@@ -153,7 +154,6 @@ struct ChunkAttention {
         const fa_tq_stream& vs = lay.values;
         const std::size_t base = cache->stream_index(kv_head), hd = std::size_t(kv_head) * d;
         const std::size_t len = c1 - c0;
-        const Softmax softmax = softmax_for(kern.isa);
         // Each piece's slots that fall in [c0, c1): [s0, s1).
         auto span = [&](const Piece& pc, std::size_t& s0, std::size_t& s1) {
             s0 = std::max(pc.slot_begin, c0);
@@ -234,13 +234,16 @@ struct ChunkAttention {
             }
             kern.value->accumulate(w, len, std::size_t(group), &vs.codes[(base + s0) * vs.code_bytes],
                                    value_scales + s0, s1 - s0, o.acc, o.stride * d);
-            if (const std::uint16_t* mean = stored_block(cache, lay, vs, pc.pos_begin).mean)
+            if (const std::uint16_t* stored = stored_block(cache, lay, vs, pc.pos_begin).mean) {
+                float* mean = q_smooth + std::size_t(group + 1) * d;  // the scratch row of the keys' mean, free now
+                widen_halves(stored + hd, d, mean);
                 for (int j = 0; j < group; ++j) {
                     double* extra = o.extra + std::size_t(j) * o.stride * d;
                     double wsum = 0;
                     for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[j * len + t];
-                    for (int i = 0; i < d; ++i) extra[i] += wsum * half_to_float(mean[hd + i]);
+                    for (int i = 0; i < d; ++i) extra[i] += wsum * mean[i];
                 }
+            }
         }
     }
 };
@@ -340,6 +343,7 @@ struct PrefillJob {
     const float* q_rot;  // [token][query head][d], scale * R q
     int pos, n_tokens, n_q_heads, group, d;
     float scale;
+    Softmax softmax;
     const float* key_scales;    // [kv_head][n] as floats
     const float* value_scales;
     std::size_t n, tiles;
@@ -370,7 +374,8 @@ struct PrefillJob {
                 const std::size_t seen = std::min(c1, std::size_t(pos + i + 1));
                 if (seen <= c0) continue;
                 const std::size_t row = std::size_t(i) * n_q_heads;
-                const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d, scale, group, wrap};
+                const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d,
+                                        scale, group, wrap, softmax};
                 const std::size_t tg = t * std::size_t(group);  // this task's group of scratch rows
                 at.run(int(g), ks, vs, c0, seen, sc, q_smooth + t * (group + 2) * d,
                        {chunk_acc + tg * d, chunk_extra + tg * d, 1, chunk_partials + tg, 1});
@@ -483,7 +488,7 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
     Scratch& s = scratch;
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
-                                wrap_index(s.pieces)};
+                                wrap_index(s.pieces), softmax_for(state->kernels->isa)};
     const DecodeJob job{attend,
                         lay.keys,
                         lay.values,
@@ -541,7 +546,8 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     const float* ks = widen_all(cache, lay.keys, f16, n, s.key_scales.data());
     const float* vs = widen_all(cache, lay.values, f16, n, s.value_scales.data());
     const PrefillJob job{state, cache, lay, s.pieces, s.pieces.size(), q, s.q_rot.data(), pos, n_tokens, n_q_heads,
-                         n_q_heads / kv_heads, d, scale, ks, vs, f16 ? n : stride, tiles,
+                         n_q_heads / kv_heads, d, scale, softmax_for(state->kernels->isa), ks, vs,
+                         f16 ? n : stride, tiles,
                          s.scores.data(), s.q_smooth.data(), s.chunk_acc.data(), s.chunk_extra.data(),
                          s.chunk_partials.data(), s.acc.data(), s.extra.data(), s.partials.data(), out};
     cache->run_tasks(int(std::size_t(kv_heads) * tiles), &PrefillJob::task, const_cast<PrefillJob*>(&job));
