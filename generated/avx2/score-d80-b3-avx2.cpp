@@ -90,13 +90,11 @@ static void tq_score_d80_b3__avx2_queries(const float* q, const uint8_t* codes, 
 void tq_score_d80_b3__avx2(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                            size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
-        const float* qj = q + j * 80;
-        float* oj = out + j * out_stride;
         switch (n_queries - j) {
-            case 1: tq_score_d80_b3__avx2_queries<1>(qj, codes, scales, n, oj, out_stride); j += 1; break;
-            case 2: tq_score_d80_b3__avx2_queries<2>(qj, codes, scales, n, oj, out_stride); j += 2; break;
-            case 3: tq_score_d80_b3__avx2_queries<3>(qj, codes, scales, n, oj, out_stride); j += 3; break;
-            default: tq_score_d80_b3__avx2_queries<4>(qj, codes, scales, n, oj, out_stride); j += 4; break;
+            case 1: tq_score_d80_b3__avx2_queries<1>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
+            case 2: tq_score_d80_b3__avx2_queries<2>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
+            case 3: tq_score_d80_b3__avx2_queries<3>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
+            default: tq_score_d80_b3__avx2_queries<4>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
         }
     }
 }

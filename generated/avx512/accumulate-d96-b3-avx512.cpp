@@ -349,13 +349,11 @@ static void tq_accumulate_d96_b3__avx512_q4(const float* weights, size_t weight_
 void tq_accumulate_d96_b3__avx512(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                   size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
-        const float* wj = weights + j * weight_stride;
-        float* aj = acc + j * acc_stride;
         switch (n_queries - j) {
-            case 1: tq_accumulate_d96_b3__avx512_q1(wj, weight_stride, codes, scales, n, aj, acc_stride); j += 1; break;
-            case 2: tq_accumulate_d96_b3__avx512_q2(wj, weight_stride, codes, scales, n, aj, acc_stride); j += 2; break;
-            case 3: tq_accumulate_d96_b3__avx512_q3(wj, weight_stride, codes, scales, n, aj, acc_stride); j += 3; break;
-            default: tq_accumulate_d96_b3__avx512_q4(wj, weight_stride, codes, scales, n, aj, acc_stride); j += 4; break;
+            case 1: tq_accumulate_d96_b3__avx512_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
+            case 2: tq_accumulate_d96_b3__avx512_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
+            case 3: tq_accumulate_d96_b3__avx512_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
+            default: tq_accumulate_d96_b3__avx512_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
         }
     }
 }
