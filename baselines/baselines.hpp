@@ -19,7 +19,7 @@ struct Baselines {
                            int num_kv_heads, int head_dim, float scale, float* scores, float* out);
 };
 
-// The baselines compiled with `isa`'s flags (scalar, avx2 or avx512).
+// The baselines compiled with `isa`'s flags (an ISA of this build; scalar for any other).
 const Baselines& for_isa(std::string_view isa);
 
 }  // namespace tq::baselines

@@ -3,6 +3,7 @@
 #
 #   turboquant_generate_kernels(<target> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>]
 #                               [SCORE_ACCUMULATORS <n>])
+#       (ISAS: default the target processor's, generator/isas.py)
 #       generates exactly these variants at <target>'s build time and compiles them,
 #       with the TurboQuant runtime (registry, KV cache, C and C++ API), into
 #       <target>: an engine's own kernel set, with no libturboquant to link.
@@ -52,6 +53,21 @@ macro(_tq_require_generator_python)
   endif()
 endmacro()
 
+# The ISA table (generator/isas.py) into this scope: TQ_KNOWN_ISAS, TQ_ISA_FLAGS_<isa>,
+# and TQ_PROCESSOR_ISAS, the ISAs a build for CMAKE_SYSTEM_PROCESSOR generates by default.
+macro(tq_load_isa_table)
+  _tq_require_generator_python()
+  get_property(_tq_kit GLOBAL PROPERTY TURBOQUANT_KIT_DIR)
+  set(_tq_isa_file "${CMAKE_BINARY_DIR}/turboquant-isas.cmake")
+  execute_process(COMMAND ${Python3_EXECUTABLE} ${_tq_kit}/generator/generate.py --isa-table ${_tq_isa_file}
+                          --processor ${CMAKE_SYSTEM_PROCESSOR}
+                  RESULT_VARIABLE _tq_rc ERROR_VARIABLE _tq_err)
+  if(_tq_rc)
+    message(FATAL_ERROR "TurboQuant: the generator could not write its ISA table:\n${_tq_err}")
+  endif()
+  include(${_tq_isa_file})
+endmacro()
+
 function(tq_generate_kernels)
   cmake_parse_arguments(ARG "" "OUT_DIR;SOURCES_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
   _tq_require_generator_python()
@@ -61,6 +77,7 @@ function(tq_generate_kernels)
   get_property(kit GLOBAL PROPERTY TURBOQUANT_KIT_DIR)
   get_property(codebook_tool GLOBAL PROPERTY TURBOQUANT_CODEBOOK_TOOL)
   set(generator "${kit}/generator/generate.py")
+  tq_load_isa_table()
   if(NOT ARG_ISAS)
     set(ARG_ISAS scalar)
   endif()
@@ -125,9 +142,11 @@ function(tq_generate_kernels)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     set_source_files_properties(${scalar_scores} PROPERTIES COMPILE_OPTIONS "-fno-tree-loop-vectorize")
   endif()
-  set_source_files_properties(${TQ_GENERATED_SOURCES_avx2} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
-  set_source_files_properties(${TQ_GENERATED_SOURCES_avx512} PROPERTIES
-    COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma")
+  foreach(isa IN LISTS ARG_ISAS)
+    if(TQ_ISA_FLAGS_${isa})
+      set_source_files_properties(${TQ_GENERATED_SOURCES_${isa}} PROPERTIES COMPILE_OPTIONS "${TQ_ISA_FLAGS_${isa}}")
+    endif()
+  endforeach()
   set(${ARG_SOURCES_VAR} ${all_outputs} PARENT_SCOPE)
 endfunction()
 
@@ -137,11 +156,8 @@ function(turboquant_generate_kernels target)
     message(FATAL_ERROR "turboquant_generate_kernels: '${target}' is not a target")
   endif()
   if(NOT ARG_ISAS)
-    if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
-      set(ARG_ISAS scalar avx2 avx512)
-    else()
-      set(ARG_ISAS scalar)
-    endif()
+    tq_load_isa_table()
+    set(ARG_ISAS ${TQ_PROCESSOR_ISAS})
   endif()
   get_property(kit GLOBAL PROPERTY TURBOQUANT_KIT_DIR)
   get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)

@@ -2,6 +2,7 @@
 """Writes a self-contained TurboQuant source folder for an engine's variants.
 
     export.py --tq-codebook PATH --head-dims 64,128 --bits 2,4 [--isas scalar,avx2,avx512] --out DIR
+        (--isas: default this machine's, from isas.py)
 
 DIR then holds the generated kernels, the runtime (registry, KV cache, C and C++
 API) with its headers, build.sh, a short CMakeLists.txt and a README: it compiles
@@ -16,10 +17,11 @@ from pathlib import Path
 
 from environment import make_environment
 from generate import generate_with_codebooks, int_list, name_list, rate_list
-from variants import ISAS, Config
+import isas as isa_table
+from variants import Config
 
 ROOT = Path(__file__).resolve().parent.parent
-ISA_FLAGS = {"scalar": "", "avx2": "-mavx2 -mfma", "avx512": "-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma"}
+ISA_FLAGS = {isa.name: " ".join(isa.flags) for isa in isa_table.ISAS}
 INCLUDES = "-Iruntime/include -Iruntime -Iruntime/src -Igenerated"
 
 def main(argv: list[str]) -> int:
@@ -27,7 +29,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tq-codebook", required=True, help="the tq-codebook tool of a TurboQuant build")
     ap.add_argument("--head-dims", type=int_list, required=True)
     ap.add_argument("--bits", type=rate_list, required=True)
-    ap.add_argument("--isas", type=name_list, default=ISAS)
+    ap.add_argument("--isas", type=name_list, default=isa_table.for_this_machine())
     ap.add_argument("--score-accumulators", type=int, default=2, help="tuning (docs/tuning.md)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

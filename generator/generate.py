@@ -13,6 +13,9 @@
         checked-in generated/: CTest's generated_in_sync);
     generate.py ... --tq-codebook PATH --sync DIR
         rewrites DIR from scratch likewise (the CMake target update-generated).
+    generate.py --isa-table FILE.cmake --processor P
+        writes the ISA table (isas.py: names, flags) for CMake, with the ISAs a
+        build for processor P (CMAKE_SYSTEM_PROCESSOR) generates by default.
 
 CB holds tq-codebook's JSON, one `codebook-d<D>-b<B>.json` per (head dim, bits).
 """
@@ -29,6 +32,7 @@ from pathlib import Path
 
 from environment import make_environment, referenced_templates, TEMPLATES_DIR
 from layout import Rate
+import isas
 from variants import Config, Output, groups, outputs, ISAS
 
 GENERATOR_DIR = Path(__file__).resolve().parent
@@ -150,10 +154,11 @@ def check_or_sync(tq_codebook: str, cfg: Config, checked_in: Path, sync: bool) -
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--head-dims", type=int_list, required=True, help="e.g. 64,128,256")
+    ap.add_argument("--head-dims", type=int_list, help="e.g. 64,128,256 (required but with --isa-table)")
     ap.add_argument("--bits", type=rate_list, default=(),
                     help="bit rates in 1..8, whole or in steps of 1/8 (e.g. 2,3,3.5,4)")
-    ap.add_argument("--isas", type=name_list, default=ISAS, help=f"subset of {','.join(ISAS)}")
+    ap.add_argument("--isas", type=name_list, default=isas.for_this_machine(),
+                    help=f"subset of {','.join(ISAS)} (default: this machine's, {','.join(isas.for_this_machine())})")
     ap.add_argument("--score-accumulators", type=int, default=2,
                     help="tuning: partial sums per key in the SIMD score kernels (1, 2, 4, 8; default 2)")
     ap.add_argument("--out-dir", type=Path, help="where to render (every mode but --check and --sync)")
@@ -164,7 +169,14 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--check", type=Path, metavar="DIR", help="compare DIR with a fresh rendering; 1 if they differ")
     mode.add_argument("--sync", type=Path, metavar="DIR", help="rewrite DIR with a fresh rendering")
     ap.add_argument("--tq-codebook", help="the tq-codebook tool, for --check and --sync")
+    ap.add_argument("--isa-table", type=Path, metavar="FILE", help="write the ISA table for CMake and exit")
+    ap.add_argument("--processor", default="x86_64", help="with --isa-table: the target processor")
     args = ap.parse_args(argv)
+    if args.isa_table:
+        write_if_changed(args.isa_table, isas.cmake_table(args.processor))
+        return 0
+    if args.head_dims is None:
+        ap.error("--head-dims is required")
     if (args.check or args.sync) and not args.tq_codebook:
         ap.error("--check and --sync need --tq-codebook")
     if not (args.check or args.sync) and not args.out_dir:

@@ -11,14 +11,10 @@ import math
 from dataclasses import dataclass, field
 
 import hadamard
+import isas as isa_table
 from layout import Rate, code_bytes, needs_level_array, segments, simd_needs_padding, simd_read_size
 
-ISAS = ("scalar", "avx2", "avx512")
-LANES = {"scalar": 8, "avx2": 8, "avx512": 16}  # floats per register (scalar: per 8-lane block)
-# Registers a power-of-two rotation keeps live at once: AVX2 has 16, AVX-512 32,
-# and the in-register stages need a few for constants and temporaries.  (The
-# rotations with dense Hadamard stages hold the whole vector: docs/kernels.md.)
-REG_BUDGET = {"scalar": 0, "avx2": 8, "avx512": 16}
+ISAS = isa_table.NAMES
 BIT_KERNELS = ("encode", "decode", "score", "accumulate", "pack")
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
 MIN_HEAD_DIM, MAX_HEAD_DIM = 16, 1024
@@ -41,7 +37,7 @@ def check_head_dim(d: int) -> None:
 class Config:
     head_dims: tuple[int, ...]
     bits: tuple[Rate, ...]
-    isas: tuple[str, ...] = ISAS
+    isas: tuple[str, ...] = isa_table.for_this_machine()
     score_accumulators: int = 2  # tuning: partial sums per key in the SIMD score kernels
 
     def __post_init__(self):
@@ -81,6 +77,23 @@ def kernel_name(kernel: str, d: int, rate: Rate | None, isa: str) -> str:
     return f"tq_{kernel}_d{d}" + (f"_b{rate.name}" if rate else "") + f"__{isa}"
 
 
+def kernel_file(kernel: str, d: int, rate: Rate | None, isa: str) -> str:
+    """The file that defines kernel_name(...): its name without "tq_", with "-" for
+    the separating underscores (rate.name keeps its own: b3_5)."""
+    return f"{isa}/{kernel}-d{d}" + (f"-b{rate.name}" if rate else "") + f"-{isa}.cpp"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One generated function: a row of kernels.inc's TQ_KERNEL list."""
+    kind: str
+    head_dim: int
+    rate: Rate | None
+    isa: str
+    symbol: str
+    file: str
+
+
 def rotation_ops(d: int) -> str:
     return hadamard.ops(hadamard.rotation(d))
 
@@ -100,10 +113,10 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
 
 
 def rotation_context(d: int, isa: str) -> dict:
-    lanes = LANES[isa]
+    lanes = isa_table.BY_NAME[isa].lanes
     rot = hadamard.rotation(d)
     nregs = d // lanes
-    budget = min(nregs, REG_BUDGET[isa])
+    budget = min(nregs, isa_table.BY_NAME[isa].reg_budget)
     return dict(head_dim=d, isa=isa, rot=rot, lanes=lanes, nregs=nregs,
                 log2p=int(math.log2(rot.pow2)),
                 # FWHT stages between registers (the 2^k axis spans several) or within one
@@ -113,40 +126,77 @@ def rotation_context(d: int, isa: str) -> dict:
                 rotate_name=kernel_name("rotate", d, None, isa), unrotate_name=kernel_name("unrotate", d, None, isa))
 
 
+def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
+    """Every generated kernel source and the functions it defines: a file per
+    kernel, or named for the pair it holds (rotate and unrotate, pack and unpack)."""
+    files: list[tuple[str, list[Kernel]]] = []
+
+    def add(kinds: tuple[str, ...], d: int, rate: Rate | None, isa: str) -> None:
+        ks = [Kernel(k, d, rate, isa, kernel_name(k, d, rate, isa), kernel_file(kinds[0], d, rate, isa)) for k in kinds]
+        files.append((ks[0].file, ks))
+
+    for isa in cfg.isas:
+        for d in cfg.head_dims:
+            add(("rotate", "unrotate"), d, None, isa)
+        for kernel in BIT_KERNELS:
+            if isa != "scalar" and kernel in SCALAR_ONLY:
+                continue
+            for d in cfg.head_dims:
+                for rate in cfg.bits:
+                    add(("pack", "unpack") if kernel == "pack" else (kernel,), d, rate, isa)
+    return files
+
+
+def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
+    """kernels.inc's registry rows: one per rotation pair (head dim, ISA) and one per
+    variant (head dim, rate, ISA) naming its six kernels; pack and unpack are the
+    scalar ones for every ISA (the layout alone)."""
+    rotations = [dict(head_dim=d, isa=isa, rotate=kernel_name("rotate", d, None, isa),
+                      unrotate=kernel_name("unrotate", d, None, isa)) for isa in cfg.isas for d in cfg.head_dims]
+    variants = []
+    for isa in cfg.isas:
+        for d in cfg.head_dims:
+            for rate in cfg.bits:
+                row = dict(head_dim=d, rate=rate, isa=isa)
+                for kind in BIT_KERNELS + ("unpack",):
+                    row[kind] = kernel_name(kind, d, rate, "scalar" if kind in SCALAR_ONLY + ("unpack",) else isa)
+                variants.append(row)
+    return rotations, variants
+
+
 def outputs(cfg: Config) -> list[Output]:
     outs: list[Output] = []
-    list_ctx = dict(head_dims=cfg.head_dims, bits=cfg.bits, isas=cfg.isas, codebook_bits=cfg.codebook_bits())
+    files = file_kernels(cfg)
+    list_ctx = dict(head_dims=cfg.head_dims, bits=cfg.bits, isas=cfg.isas, codebook_bits=cfg.codebook_bits(),
+                    kernels=[k for _, ks in files for k in ks], isa_table=isa_table)
+    list_ctx["rotations"], list_ctx["variants"] = registry_rows(cfg)
     outs.append(Output("list", "kernels.inc", "kernels.inc.j2", list_ctx, cfg.args()))
+    outs.append(Output("list", "isas.hpp", "isas.hpp.j2", list_ctx, cfg.args()))
     outs.append(Output("list", "codebooks/all.hpp", "codebooks-all.hpp.j2", list_ctx, cfg.args()))
     for d in cfg.head_dims:
         for b in cfg.codebook_bits():
             ctx = dict(head_dim=d, bits=b)
             outs.append(Output("codebook", f"codebooks/codebook-d{d}-b{b}.hpp", "codebook.hpp.j2", ctx,
                                f"--head-dims {d} --bits {b} --codebook-dir <tq-codebook json dir>"))
-    for isa in cfg.isas:
-        family = "scalar" if isa == "scalar" else "simd"
-        for d in cfg.head_dims:
-            ctx = rotation_context(d, isa)
-            ctx.update(name=ctx["rotate_name"], inverse_name=ctx["unrotate_name"], ops=rotation_ops(d))
-            outs.append(Output("rotate", f"{isa}/rotate-d{d}-{isa}.cpp", f"{family}/rotate.cpp.j2", ctx,
-                               f"--head-dims {d} --isas {isa}"))
-        for kernel in BIT_KERNELS:
-            if isa != "scalar" and kernel in SCALAR_ONLY:
-                continue
-            for d in cfg.head_dims:
-                for rate in cfg.bits:
-                    lanes = LANES[isa]
-                    ctx = rotation_context(d, isa)
-                    ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
-                               score_accumulators=cfg.score_accumulators, reg_budget=REG_BUDGET[isa],
-                               read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
-                               needs_level_array=needs_level_array(d, rate, lanes),
-                               name=kernel_name(kernel, d, rate, isa), ops=bit_kernel_ops(kernel, d, rate),
-                               unpack_name=kernel_name("unpack", d, rate, isa))
-                    knob = (f" --score-accumulators {cfg.score_accumulators}"
-                            if kernel == "score" and cfg.score_accumulators != 2 else "")
-                    outs.append(Output(kernel, f"{isa}/{kernel}-d{d}-b{rate}-{isa}.cpp", f"{family}/{kernel}.cpp.j2",
-                                       ctx, f"--head-dims {d} --bits {rate} --isas {isa}{knob}"))
+    for path, ks in files:
+        k = ks[0]
+        isa = isa_table.BY_NAME[k.isa]
+        ctx = rotation_context(k.head_dim, k.isa)
+        template = f"{isa.family}/{'rotate' if k.rate is None else k.kind}.cpp.j2"
+        if k.rate is None:
+            ctx.update(name=ctx["rotate_name"], inverse_name=ctx["unrotate_name"], ops=rotation_ops(k.head_dim))
+            outs.append(Output("rotate", path, template, ctx, f"--head-dims {k.head_dim} --isas {k.isa}"))
+            continue
+        d, rate, lanes = k.head_dim, k.rate, isa.lanes
+        ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
+                   score_accumulators=cfg.score_accumulators, reg_budget=isa.reg_budget,
+                   read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
+                   needs_level_array=needs_level_array(d, rate, lanes),
+                   name=k.symbol, ops=bit_kernel_ops(k.kind, d, rate),
+                   unpack_name=kernel_name("unpack", d, rate, k.isa))
+        knob = (f" --score-accumulators {cfg.score_accumulators}"
+                if k.kind == "score" and cfg.score_accumulators != 2 else "")
+        outs.append(Output(k.kind, path, template, ctx, f"--head-dims {d} --bits {rate} --isas {k.isa}{knob}"))
     return outs
 
 

@@ -2,17 +2,23 @@
 // as if this CPU ran no ISA above it, and a name that is no ISA is refused.
 #include "test_support.hpp"
 
+#include "isas.hpp"
+
 #include <doctest/doctest.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
 namespace {
 
-constexpr const char* kIsas[] = {"avx512", "avx2", "scalar"};  // best first
+#define TQ_ISA_NAME(NAME, LANES) #NAME,
+constexpr const char* kIsas[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};  // best first
+#undef TQ_ISA_NAME
+constexpr int kCount = static_cast<int>(std::size(kIsas));
 
 int rank(const std::string& isa) {
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < kCount; ++i)
         if (isa == kIsas[i]) return i;
     FAIL("unknown ISA " << isa);
     return -1;
@@ -32,18 +38,18 @@ struct RestoreIsa {
 TEST_CASE("ISA cap: nothing above the cap runs here, everything under it still does") {
     RestoreIsa restore;
     REQUIRE(tq_set_max_isa(nullptr) == TQ_OK);
-    CHECK(std::string(tq_max_isa()) == "avx512");
+    CHECK(std::string(tq_max_isa()) == kIsas[0]);
     std::vector<bool> runs, compiled;
     for (const char* isa : kIsas) {
         runs.push_back(tq_isa_available(isa) == 1);
         compiled.push_back(tq_isa_compiled(isa) == 1);
     }
     const auto& v = tq::variants().front();
-    for (int cap = 0; cap < 3; ++cap) {
+    for (int cap = 0; cap < kCount; ++cap) {
         CAPTURE(kIsas[cap]);
         REQUIRE(tq_set_max_isa(kIsas[cap]) == TQ_OK);
         CHECK(std::string(tq_max_isa()) == kIsas[cap]);
-        for (int i = 0; i < 3; ++i) {
+        for (int i = 0; i < kCount; ++i) {
             CAPTURE(kIsas[i]);
             CHECK((tq_isa_available(kIsas[i]) == 1) == (i >= cap && runs[i]));
             CHECK((tq_isa_compiled(kIsas[i]) == 1) == compiled[i]);
@@ -62,7 +68,7 @@ TEST_CASE("ISA cap: nothing above the cap runs here, everything under it still d
     }
     CHECK(std::string(tq_active_isa()) == "scalar");  // the last cap leaves nothing else
     REQUIRE(tq_set_max_isa(nullptr) == TQ_OK);
-    for (int i = 0; i < 3; ++i) CHECK((tq_isa_available(kIsas[i]) == 1) == runs[i]);
+    for (int i = 0; i < kCount; ++i) CHECK((tq_isa_available(kIsas[i]) == 1) == runs[i]);
 }
 
 TEST_CASE("ISA cap: a name that is no ISA is refused and changes nothing") {
@@ -73,7 +79,7 @@ TEST_CASE("ISA cap: a name that is no ISA is refused and changes nothing") {
         CHECK(tq_set_max_isa(bad) == TQ_ERROR_INVALID_ARGUMENT);
         const std::string message = tq_last_error();
         CHECK(message.find("'" + std::string(bad) + "' is not an ISA") != std::string::npos);
-        CHECK(message.find("known: avx512, avx2, scalar") != std::string::npos);
+        CHECK(message.find("known: " TQ_ISA_NAMES) != std::string::npos);
         CHECK(std::string(tq_max_isa()) == "avx2");
         CHECK(tq_isa_available("avx512") == 0);
     }

@@ -3,6 +3,8 @@
 // copies give the same bits.
 #include "softmax.hpp"
 
+#include "isas.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,12 +20,10 @@ namespace {
 // The ISAs whose copies this CPU runs ("scalar": the runtime's own build).
 std::vector<const char*> runnable_isas() {
     std::vector<const char*> isas{"scalar"};
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2")) isas.push_back("avx2");
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        isas.push_back("avx512");
-#endif
+#define TQ_RUNNABLE(NAME, TARGET) \
+    if (tq::isa_cpu::NAME()) isas.push_back(#NAME);
+    TQ_FOR_EACH_TARGET_ISA(TQ_RUNNABLE)
+#undef TQ_RUNNABLE
     return isas;
 }
 

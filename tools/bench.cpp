@@ -95,19 +95,21 @@ int bench(int argc, char** argv) {
     const Args args("bench", kUsage, argc, argv, {"--isa", "--seconds"}, {"--all", "--json"}, 1);
     const double seconds = args.number("--seconds", 0.02);
     if (!(seconds > 0 && seconds <= 10)) args.fail("--seconds must be in (0, 10]");
-    std::optional<KernelRef> only;
+    const KernelRef* only = nullptr;
     if (!args.positionals().empty()) {
         if (args.flag("--all")) args.fail("give a KERNEL or --all, not both");
-        only = parse_kernel_name(args.positionals()[0]);
-        if (!only || !only->rate_eighths)
-            args.fail("'" + args.positionals()[0] + "' is not a per-bits kernel name (e.g. tq_score_d128_b4__avx512)");
+        only = find_kernel(args.positionals()[0]);
+        if (!only) args.fail("'" + args.positionals()[0] + "' is not compiled into this build (names: tq list)");
+        if (!only->rate_eighths)
+            args.fail("'" + args.positionals()[0] + "' is not a per-bits kernel (e.g. tq_score_d128_b4__" +
+                      tq_active_isa() + ")");
     }
     std::vector<std::string> isas;
     for (const auto& isa : available_isas())
-        if ((!args.has("--isa") || isa == args.value("--isa")) && (!only || only->isa == isa)) isas.push_back(isa);
+        if ((!args.has("--isa") || isa == args.value("--isa")) && (!only || isa == only->isa)) isas.push_back(isa);
     if (isas.empty()) {
         std::fprintf(stderr, "tq bench: ISA %s is not in this build or does not run here\n",
-                     (only ? only->isa : args.value("--isa")).c_str());
+                     only ? only->isa : args.value("--isa").c_str());
         return 1;
     }
 

@@ -4,12 +4,11 @@
 #include "commands.hpp"
 #include "kernel_names.hpp"
 
+#include "isas.hpp"
 #include "turboquant/registry.hpp"
 
 #include <cstdio>
-#include <set>
 #include <string>
-#include <vector>
 
 namespace tq::cli {
 namespace {
@@ -17,28 +16,18 @@ namespace {
 constexpr const char* kUsage =
     "usage: tq list [--json]\n"
     "  Lists every kernel compiled into this build (name, kernel, head dim, bits, ISA) and marks\n"
-    "  the ISA the registry picks on this CPU (TQ_ISA=scalar|avx2|avx512 overrides it;\n"
-    "  TQ_MAX_ISA=scalar|avx2 makes every ISA above it count as not run here).\n";
-constexpr const char* kIsas[] = {"avx512", "avx2", "scalar"};
+    "  the ISA the registry picks on this CPU (TQ_ISA=<isa> overrides it; TQ_MAX_ISA=<isa> makes\n"
+    "  every ISA above it count as not run here).  ISAs, best first: " TQ_ISA_NAMES ".\n";
+#define TQ_ISA_NAME(NAME, LANES) #NAME,
+constexpr const char* kIsas[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};  // best first
+#undef TQ_ISA_NAME
 
 }  // namespace
 
 int list(int argc, char** argv) {
     const Args args("list", kUsage, argc, argv, {}, {"--json"});
     const std::string picked = tq_active_isa(), cap = tq_max_isa();
-    std::set<int> dims;
-    for (const auto& v : variants()) dims.insert(v.head_dim);
-
-    std::vector<KernelRef> kernels;
-    for (const char* isa : kIsas) {
-        if (!tq_isa_compiled(isa)) continue;
-        for (int d : dims)
-            for (const char* k : kRotationKernels) kernels.push_back({k, d, 0, isa});
-        for (const auto& v : variants())
-            for (const char* k : kBitKernels)
-                if (std::string(isa) == "scalar" || (std::string(k) != "pack" && std::string(k) != "unpack"))
-                    kernels.push_back({k, v.head_dim, v.rate_eighths, isa});
-    }
+    const auto kernels = compiled_kernels();
 
     if (args.flag("--json")) {
         std::printf("{\n  \"picked_isa\": %s,\n  \"max_isa\": %s,\n  \"isas\": [", json_string(picked).c_str(),
@@ -57,10 +46,10 @@ int list(int argc, char** argv) {
             if (k.rate_eighths) std::snprintf(bits, sizeof bits, "%g", k.rate_eighths / 8.0);
             std::printf("%s\n    {\"name\": %s, \"kernel\": %s, \"head_dim\": %d, \"bits\": %s, \"isa\": %s, "
                         "\"picked\": %s, \"file\": %s}",
-                        first ? "" : ",", json_string(kernel_name(k)).c_str(), json_string(k.kernel).c_str(),
+                        first ? "" : ",", json_string(k.name).c_str(), json_string(k.kernel).c_str(),
                         k.head_dim, bits,
                         json_string(k.isa).c_str(), k.isa == picked ? "true" : "false",
-                        json_string(kernel_file(k)).c_str());
+                        json_string(k.file).c_str());
             first = false;
         }
         std::printf("\n  ]\n}\n");
@@ -76,8 +65,7 @@ int list(int argc, char** argv) {
     for (const auto& k : kernels) {
         char bits[16] = "-";
         if (k.rate_eighths) std::snprintf(bits, sizeof bits, "%g", k.rate_eighths / 8.0);
-        std::printf("%-34s %-10s %8d %5s %-7s%s\n", kernel_name(k).c_str(), k.kernel.c_str(), k.head_dim, bits,
-                    k.isa.c_str(), k.isa == picked ? " *" : "");
+        std::printf("%-34s %-10s %8d %5s %-7s%s\n", k.name, k.kernel, k.head_dim, bits, k.isa, k.isa == picked ? " *" : "");
     }
     return 0;
 }

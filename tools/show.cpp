@@ -4,8 +4,6 @@
 #include "commands.hpp"
 #include "kernel_names.hpp"
 
-#include "turboquant/registry.hpp"
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -26,16 +24,12 @@ int show(int argc, char** argv) {
     const Args args("show", kUsage, argc, argv, {"--dir"}, {}, 1);
     if (args.positionals().empty()) args.fail("which kernel? (names: tq list)");
     const std::string name = args.positionals()[0];
-    const auto ref = parse_kernel_name(name);
-    if (!ref) args.fail("'" + name + "' is not a kernel name (like tq_score_d128_b4__avx512; see tq list)");
-    bool compiled = false;  // the generated folder may hold files of an earlier, wider configuration
-    for (const auto& v : variants())
-        compiled = compiled || (v.head_dim == ref->head_dim && (!ref->rate_eighths || v.rate_eighths == ref->rate_eighths));
-    if (!compiled || !tq_isa_compiled(ref->isa.c_str())) {
-        std::fprintf(stderr, "tq show: %s is not compiled into this build (see tq list)\n", name.c_str());
+    const KernelRef* ref = find_kernel(name);
+    if (!ref) {
+        std::fprintf(stderr, "tq show: %s is not compiled into this build (names: tq list)\n", name.c_str());
         return 1;
     }
-    const std::string path = args.value("--dir", TQ_GENERATED_DIR) + "/" + kernel_file(*ref);
+    const std::string path = args.value("--dir", TQ_GENERATED_DIR) + "/" + ref->file;
     std::ifstream in(path);
     if (!in) {
         std::fprintf(stderr, "tq show: %s is not in %s (not compiled into this build? see tq list)\n", name.c_str(),

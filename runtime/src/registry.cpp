@@ -2,6 +2,7 @@
 // (head_dim, key bits, value bits) tables built from the generated list.
 #include "turboquant/registry.hpp"
 
+#include "isas.hpp"
 #include "last_error.hpp"
 #include "rate_text.hpp"
 #include "registry_table.hpp"
@@ -11,26 +12,30 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <string_view>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
 namespace tq {
 namespace {
 
-// ISAs this runtime knows, best first; scalar runs everywhere.
-constexpr const char* kIsaPreference[] = {"avx512", "avx2", "scalar"};
-constexpr int kIsaCount = 3;
+// ISAs this runtime knows, best first (generator/isas.py); scalar, last, runs everywhere.
+#define TQ_ISA_NAME(NAME, LANES) #NAME,
+constexpr const char* kIsaPreference[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};
+#undef TQ_ISA_NAME
+#define TQ_ISA_CHECK(NAME, LANES) &isa_cpu::NAME,
+constexpr bool (*const kIsaRuns[])() = {TQ_FOR_EACH_ISA(TQ_ISA_CHECK)};
+#undef TQ_ISA_CHECK
+constexpr int kIsaCount = static_cast<int>(std::size(kIsaPreference));
+constexpr const char* kKnownIsas = "known: " TQ_ISA_NAMES;
 
 int isa_index(const char* isa) {
     for (int i = 0; isa && i < kIsaCount; ++i)
         if (std::strcmp(isa, kIsaPreference[i]) == 0) return i;
     return -1;
 }
-
-constexpr const char* kKnownIsas = "known: avx512, avx2, scalar";
 
 // The cap on the ISAs that count as run by this CPU, as an index into
 // kIsaPreference: 0 no cap, kIsaCount - 1 scalar only, -1 an invalid TQ_MAX_ISA
@@ -47,20 +52,7 @@ std::atomic<int>& cap_index() {
 }
 
 // Whether this CPU (and OS) runs the ISA's instructions, as capped by TQ_MAX_ISA.
-bool cpu_runs(int index) {
-    if (index < cap_index().load()) return false;
-    const std::string_view isa = kIsaPreference[index];
-    if (isa == "scalar") return true;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (isa == "avx2") return avx2;
-    if (isa == "avx512")
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#endif
-    return false;
-}
+bool cpu_runs(int index) { return index >= cap_index().load() && kIsaRuns[index](); }
 
 bool compiled(int index) {
     for (const auto& rot : detail::rotation_table())
@@ -84,24 +76,23 @@ void add_unique(std::vector<int>& v, int x) {
 Registry build_registry(const char* isa) {
     Registry r;
     r.isa = isa;
-    const auto bit_table = detail::bit_kernel_table();
-    const auto bit_isa = detail::bit_kernel_isa();
-    for (std::size_t i = 0; i < bit_table.size(); ++i) {
-        if (std::strcmp(bit_isa[i], r.isa) != 0) continue;
-        r.variants.push_back(bit_table[i]);
-        add_unique(r.head_dims, bit_table[i].head_dim);
-        add_unique(r.rates, bit_table[i].rate_eighths);
+    const auto table = detail::variant_table();
+    for (const auto& v : table) {
+        if (std::strcmp(v.isa, r.isa) != 0) continue;
+        r.variants.push_back(v.kernels);
+        add_unique(r.head_dims, v.kernels.head_dim);
+        add_unique(r.rates, v.kernels.rate_eighths);
     }
-    auto usable = [&](std::size_t i, int head_dim) {
-        return bit_table[i].head_dim == head_dim && std::strcmp(bit_isa[i], r.isa) == 0;
+    auto usable = [&](const detail::VariantEntry& v, int head_dim) {
+        return v.kernels.head_dim == head_dim && std::strcmp(v.isa, r.isa) == 0;
     };
     for (const auto& rot : detail::rotation_table()) {
         if (std::strcmp(rot.isa, r.isa) != 0) continue;
-        for (std::size_t k = 0; k < bit_table.size(); ++k)
-            for (std::size_t v = 0; v < bit_table.size(); ++v)
+        for (const auto& k : table)
+            for (const auto& v : table)
                 if (usable(k, rot.head_dim) && usable(v, rot.head_dim))
-                    r.tables.push_back(tq_kernels{rot.head_dim, r.isa, rot.rotate, rot.unrotate, &bit_table[k],
-                                                  &bit_table[v]});
+                    r.tables.push_back(tq_kernels{rot.head_dim, r.isa, rot.rotate, rot.unrotate, &k.kernels,
+                                                  &v.kernels});
     }
     return r;
 }
@@ -109,8 +100,11 @@ Registry build_registry(const char* isa) {
 // The tables of one ISA, built once and never freed: pointers into them stay
 // valid until the process ends, even in other static destructors.
 const Registry& registry_of(int index) {
-    static const Registry* const all = new Registry[kIsaCount]{
-        build_registry(kIsaPreference[0]), build_registry(kIsaPreference[1]), build_registry(kIsaPreference[2])};
+    static const Registry* const all = [] {
+        auto* r = new Registry[kIsaCount];
+        for (int i = 0; i < kIsaCount; ++i) r[i] = build_registry(kIsaPreference[i]);
+        return r;
+    }();
     return all[index];
 }
 
@@ -126,9 +120,9 @@ std::atomic<int>& active_index() {
         const char* forced = std::getenv("TQ_ISA");
         if (forced && *forced) {
             if (usable(isa_index(forced))) return isa_index(forced);
-            std::fprintf(stderr, "turboquant: TQ_ISA=%s is not available (known: avx512, avx2, scalar; must be in "
-                                 "the build and run on this CPU); using %s\n",
-                         forced, kIsaPreference[best_usable()]);
+            std::fprintf(stderr, "turboquant: TQ_ISA=%s is not available (%s; must be in the build and run on this "
+                                 "CPU); using %s\n",
+                         forced, kKnownIsas, kIsaPreference[best_usable()]);
         }
         return best_usable();
     }();

@@ -14,8 +14,12 @@ struct RotationEntry {
     tq_rotate_fn unrotate;
 };
 
+struct VariantEntry {
+    const char* isa;
+    tq_bit_kernels kernels;
+};
+
 std::span<const RotationEntry> rotation_table();
-std::span<const tq_bit_kernels> bit_kernel_table();  // with the ISA in bit_kernel_isa()
-std::span<const char* const> bit_kernel_isa();
+std::span<const VariantEntry> variant_table();
 
 }  // namespace tq::detail

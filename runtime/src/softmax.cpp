@@ -9,6 +9,8 @@
 // builds with -ffp-contract=off), so every copy gives the same bits.
 #include "softmax.hpp"
 
+#include "isas.hpp"
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -72,19 +74,18 @@ constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
     ATTRIBUTE float NAME##_max(const float* x, std::size_t n) { return max_body(x, n); }                    \
     ATTRIBUTE double NAME##_exp_sum(float* x, std::size_t n, float m) { return exp_sum_body(x, n, m); }
 TQ_SOFTMAX_COPY(baseline, )
-#if defined(__x86_64__) && defined(__GNUC__)
-TQ_SOFTMAX_COPY(avx2, [[gnu::target("avx2")]])
-TQ_SOFTMAX_COPY(avx512, [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2")]])
-#endif
+#define TQ_TARGET_COPY(NAME, TARGET) TQ_SOFTMAX_COPY(NAME, [[gnu::target(TARGET)]])
+TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
+#undef TQ_TARGET_COPY
 #undef TQ_SOFTMAX_COPY
 
 }  // namespace
 
 Softmax softmax_for(const char* isa) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (std::strcmp(isa, "avx512") == 0) return {avx512_max, avx512_exp_sum};
-    if (std::strcmp(isa, "avx2") == 0) return {avx2_max, avx2_exp_sum};
-#endif
+#define TQ_TARGET_COPY(NAME, TARGET) \
+    if (std::strcmp(isa, #NAME) == 0) return {NAME##_max, NAME##_exp_sum};
+    TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
+#undef TQ_TARGET_COPY
     (void)isa;
     return {baseline_max, baseline_exp_sum};
 }

@@ -1,0 +1,96 @@
+"""The one table of ISA facts.  Everything else that knows an ISA reads it here:
+the generator's variants, the CMake flags and defaults (--isa-table), the
+runtime's X-macro (isas.hpp: the registry, `tq list`, the softmax copies), the
+exported build script and the speed baselines.
+
+Adding an ISA is a row here and a runtime/isa/<name>.hpp that speaks the
+vocabulary of the others (docs/contributing.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    processors: str  # CMAKE_SYSTEM_PROCESSOR / platform.machine() values, a regular expression
+    defined: str     # the preprocessor test for compiling on it
+
+
+X86_64 = Arch("x86_64", "x86_64|AMD64|amd64", "defined(__x86_64__) || defined(__i386__)")
+AARCH64 = Arch("aarch64", "aarch64|arm64|ARM64", "defined(__aarch64__) && defined(__ARM_NEON)")
+ANY = Arch("any", ".*", "1")
+
+
+@dataclass(frozen=True)
+class Isa:
+    name: str            # the namespace tq::<name>, the folder generated/<name>/, TQ_ISA=<name>
+    lanes: int           # floats per vector V of runtime/isa/<name>.hpp (scalar: per 8-lane block)
+    # Registers a power-of-two rotation keeps live at once (0: scalar, no registers),
+    # and the accumulate kernels' accumulators per pass: the ISA's vector registers
+    # less a few for constants and temporaries.
+    reg_budget: int
+    flags: tuple[str, ...]  # compiler flags of its kernels and baselines (GCC, Clang)
+    arch: Arch
+    cpu_check: str       # C++: whether this CPU and OS run it (evaluated on `arch` only)
+    target: str = ""     # gnu::target() of a copy compiled inside a file without `flags` ("" none needed)
+    family: str = "simd"  # templates/<family>/
+
+    @property
+    def header(self) -> str:
+        return f"runtime/isa/{self.name}.hpp"
+
+
+_AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
+
+# Best first: the registry serves the first one compiled in and run by the CPU.
+ISAS = (
+    Isa("avx512", 16, 16, ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"), X86_64,
+        _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
+        '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
+        target="avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"),
+    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2,fma"),
+    # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
+    # registers, 8 floats: the packed layout's planes and the canonical sum order
+    # are then AVX2's, and 32 registers hold the 16 pairs AVX2 has registers.
+    Isa("neon", 8, 8, (), AARCH64, "true"),
+    Isa("scalar", 8, 0, (), ANY, "true", family="scalar"),
+)
+assert ISAS[-1].name == "scalar", "scalar is last: the ISA every CPU runs"
+BY_NAME = {isa.name: isa for isa in ISAS}
+NAMES = tuple(isa.name for isa in ISAS)
+
+
+def for_processor(processor: str) -> tuple[str, ...]:
+    """The ISAs a build for `processor` generates by default: scalar first, then the
+    processor's own, worst to best (the order of generated/)."""
+    import re
+    own = [isa.name for isa in reversed(ISAS)
+           if isa.arch is not ANY and re.fullmatch(isa.arch.processors, processor)]
+    return ("scalar", *own)
+
+
+def targets_by_arch() -> list[tuple[Arch, list[Isa]]]:
+    """Per architecture, its ISAs that have a gnu::target() spelling."""
+    arches: dict[str, tuple[Arch, list[Isa]]] = {}
+    for isa in ISAS:
+        if isa.target:
+            arches.setdefault(isa.arch.name, (isa.arch, []))[1].append(isa)
+    return list(arches.values())
+
+
+def for_this_machine() -> tuple[str, ...]:
+    import platform
+    return for_processor(platform.machine())
+
+
+def cmake_table(processor: str) -> str:
+    """The table for CMake (generate.py --isa-table): every ISA's flags, and the
+    default ISAs of a build for `processor`."""
+    lines = ["# Written by generator/generate.py --isa-table from generator/isas.py; do not edit.",
+             f'set(TQ_KNOWN_ISAS "{";".join(NAMES)}")',
+             f'set(TQ_PROCESSOR_ISAS "{";".join(for_processor(processor))}")  # {processor}']
+    for isa in ISAS:
+        lines.append(f'set(TQ_ISA_FLAGS_{isa.name} "{";".join(isa.flags)}")')
+    return "\n".join(lines) + "\n"
