@@ -117,7 +117,7 @@ def rotation_context(d: int, isa: str) -> dict:
     rot = hadamard.rotation(d)
     nregs = d // lanes
     budget = min(nregs, isa_table.BY_NAME[isa].reg_budget)
-    return dict(head_dim=d, isa=isa, rot=rot, lanes=lanes, nregs=nregs,
+    return dict(head_dim=d, isa=isa, arch=isa_table.BY_NAME[isa].arch, rot=rot, lanes=lanes, nregs=nregs,
                 log2p=int(math.log2(rot.pow2)),
                 # FWHT stages between registers (the 2^k axis spans several) or within one
                 reg_stages=int(math.log2(rot.pow2 // lanes)) if rot.pow2 >= lanes else 0,

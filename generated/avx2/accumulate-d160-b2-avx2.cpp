@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d160_b2__avx2: fused weighted sum, head_dim 160, 2 bits, ISA avx2
 // Op count:  per value: 160 centroid lookups, 160 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d160-b2.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -1113,3 +1114,4 @@ void tq_accumulate_d160_b2__avx2(const float* weights, size_t weight_stride, siz
 static_assert(std::is_same_v<decltype(&tq_accumulate_d160_b2__avx2), tq_accumulate_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

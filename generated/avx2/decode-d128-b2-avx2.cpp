@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d128_b2__avx2: decode, head_dim 128, 2 bits, ISA avx2
 // Op count:  128 centroid lookups, 128 multiplies (scale), inverse rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d128-b2.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -40,3 +41,4 @@ void tq_decode_d128_b2__avx2(const float* signs, const uint8_t* code, float scal
 static_assert(std::is_same_v<decltype(&tq_decode_d128_b2__avx2), tq_decode_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d128_b2__avx2: encode, head_dim 128, 2 bits, ISA avx2
 // Op count:  128 multiply-adds in double (norm), 128 multiplies (normalize), rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in)), 256 compares (2-step search over 3 boundaries), 32 packed bytes written
 #include "codebooks/codebook-d128-b2.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -241,3 +242,4 @@ int tq_encode_d128_b2__avx2(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d128_b2__avx2), tq_encode_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d160_b4__avx2: encode, head_dim 160, 4 bits, ISA avx2
 // Op count:  160 multiply-adds in double (norm), 160 multiplies (normalize), rotation (480 add/sub (FWHT), 3040 add/sub (20-point Hadamard), 160 multiplies (signs with 1/sqrt(d) folded in)), 640 compares (4-step search over 15 boundaries), 80 packed bytes written
 #include "codebooks/codebook-d160-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -293,3 +294,4 @@ int tq_encode_d160_b4__avx2(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d160_b4__avx2), tq_encode_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d256_b3__avx2: encode, head_dim 256, 3 bits, ISA avx2
 // Op count:  256 multiply-adds in double (norm), 256 multiplies (normalize), rotation (2048 add/sub (FWHT), 256 multiplies (signs with 1/sqrt(d) folded in)), 768 compares (3-step search over 7 boundaries), 96 packed bytes written
 #include "codebooks/codebook-d256-b3.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -458,3 +459,4 @@ int tq_encode_d256_b3__avx2(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d256_b3__avx2), tq_encode_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d64_b2__avx2: encode, head_dim 64, 2 bits, ISA avx2
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 128 compares (2-step search over 3 boundaries), 16 packed bytes written
 #include "codebooks/codebook-d64-b2.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -138,3 +139,4 @@ int tq_encode_d64_b2__avx2(const float* signs, const float* x, int scale_kind, u
 static_assert(std::is_same_v<decltype(&tq_encode_d64_b2__avx2), tq_encode_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

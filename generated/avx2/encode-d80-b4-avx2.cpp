@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d80_b4__avx2: encode, head_dim 80, 4 bits, ISA avx2
 // Op count:  80 multiply-adds in double (norm), 80 multiplies (normalize), rotation (160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in)), 320 compares (4-step search over 15 boundaries), 40 packed bytes written
 #include "codebooks/codebook-d80-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -187,3 +188,4 @@ int tq_encode_d80_b4__avx2(const float* signs, const float* x, int scale_kind, u
 static_assert(std::is_same_v<decltype(&tq_encode_d80_b4__avx2), tq_encode_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 160 --isas avx2 --out-dir <dir>
 // Variant:   tq_rotate_d160__avx2, tq_unrotate_d160__avx2: the rotation pair for head_dim 160, ISA avx2
 // Op count:  each: 480 add/sub (FWHT), 3040 add/sub (20-point Hadamard), 160 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -230,3 +231,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d160__avx2), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d160__avx2), tq_rotate_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

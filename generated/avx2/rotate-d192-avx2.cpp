@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 192 --isas avx2 --out-dir <dir>
 // Variant:   tq_rotate_d192__avx2, tq_unrotate_d192__avx2: the rotation pair for head_dim 192, ISA avx2
 // Op count:  each: 768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -296,3 +297,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d192__avx2), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d192__avx2), tq_rotate_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

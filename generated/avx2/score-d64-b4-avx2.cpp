@@ -3,6 +3,7 @@
 // Variant:   tq_score_d64_b4__avx2: fused score, head_dim 64, 4 bits, ISA avx2
 // Op count:  per key: 64 centroid lookups (once for up to 4 queries), per query 64 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d64-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx2.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -106,3 +107,4 @@ void tq_score_d64_b4__avx2(const float* q, size_t n_queries, const uint8_t* code
 static_assert(std::is_same_v<decltype(&tq_score_d64_b4__avx2), tq_score_fn>);
 
 }  // namespace tq::avx2
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d160_b4__avx512: fused weighted sum, head_dim 160, 4 bits, ISA avx512
 // Op count:  per value: 160 centroid lookups, 160 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d160-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -545,3 +546,4 @@ void tq_accumulate_d160_b4__avx512(const float* weights, size_t weight_stride, s
 static_assert(std::is_same_v<decltype(&tq_accumulate_d160_b4__avx512), tq_accumulate_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

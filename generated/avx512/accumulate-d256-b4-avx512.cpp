@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d256_b4__avx512: fused weighted sum, head_dim 256, 4 bits, ISA avx512
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -931,3 +932,4 @@ void tq_accumulate_d256_b4__avx512(const float* weights, size_t weight_stride, s
 static_assert(std::is_same_v<decltype(&tq_accumulate_d256_b4__avx512), tq_accumulate_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

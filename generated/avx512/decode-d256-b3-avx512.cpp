@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d256_b3__avx512: decode, head_dim 256, 3 bits, ISA avx512
 // Op count:  256 centroid lookups, 256 multiplies (scale), inverse rotation (2048 add/sub (FWHT), 256 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d256-b3.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -40,3 +41,4 @@ void tq_decode_d256_b3__avx512(const float* signs, const uint8_t* code, float sc
 static_assert(std::is_same_v<decltype(&tq_decode_d256_b3__avx512), tq_decode_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d96_b4__avx512: decode, head_dim 96, 4 bits, ISA avx512
 // Op count:  96 centroid lookups, 96 multiplies (scale), inverse rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d96-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -30,3 +31,4 @@ void tq_decode_d96_b4__avx512(const float* signs, const uint8_t* code, float sca
 static_assert(std::is_same_v<decltype(&tq_decode_d96_b4__avx512), tq_decode_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

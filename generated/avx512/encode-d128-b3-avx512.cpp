@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d128_b3__avx512: encode, head_dim 128, 3 bits, ISA avx512
 // Op count:  128 multiply-adds in double (norm), 128 multiplies (normalize), rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in)), 384 compares (3-step search over 7 boundaries), 48 packed bytes written
 #include "codebooks/codebook-d128-b3.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -139,3 +140,4 @@ int tq_encode_d128_b3__avx512(const float* signs, const float* x, int scale_kind
 static_assert(std::is_same_v<decltype(&tq_encode_d128_b3__avx512), tq_encode_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

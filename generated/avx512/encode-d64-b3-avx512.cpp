@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d64_b3__avx512: encode, head_dim 64, 3 bits, ISA avx512
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 192 compares (3-step search over 7 boundaries), 24 packed bytes written
 #include "codebooks/codebook-d64-b3.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -101,3 +102,4 @@ int tq_encode_d64_b3__avx512(const float* signs, const float* x, int scale_kind,
 static_assert(std::is_same_v<decltype(&tq_encode_d64_b3__avx512), tq_encode_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d96_b3__avx512: encode, head_dim 96, 3 bits, ISA avx512
 // Op count:  96 multiply-adds in double (norm), 96 multiplies (normalize), rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in)), 288 compares (3-step search over 7 boundaries), 36 packed bytes written
 #include "codebooks/codebook-d96-b3.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -169,3 +170,4 @@ int tq_encode_d96_b3__avx512(const float* signs, const float* x, int scale_kind,
 static_assert(std::is_same_v<decltype(&tq_encode_d96_b3__avx512), tq_encode_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d192_b4__avx512: fused score, head_dim 192, 4 bits, ISA avx512
 // Op count:  per key: 192 centroid lookups (once for up to 4 queries), per query 192 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d192-b4.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -110,3 +111,4 @@ void tq_score_d192_b4__avx512(const float* q, size_t n_queries, const uint8_t* c
 static_assert(std::is_same_v<decltype(&tq_score_d192_b4__avx512), tq_score_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d80_b2__avx512: fused score, head_dim 80, 2 bits, ISA avx512
 // Op count:  per key: 80 centroid lookups (once for up to 4 queries), per query 80 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d80-b2.hpp"
+#if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/avx512.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -82,3 +83,4 @@ void tq_score_d80_b2__avx512(const float* q, size_t n_queries, const uint8_t* co
 static_assert(std::is_same_v<decltype(&tq_score_d80_b2__avx512), tq_score_fn>);
 
 }  // namespace tq::avx512
+#endif  // defined(__x86_64__) || defined(__i386__)

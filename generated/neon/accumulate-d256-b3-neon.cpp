@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d256_b3__neon: fused weighted sum, head_dim 256, 3 bits, ISA neon
 // Op count:  per value: 256 centroid lookups, 256 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d256-b3.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -1740,3 +1741,4 @@ void tq_accumulate_d256_b3__neon(const float* weights, size_t weight_stride, siz
 static_assert(std::is_same_v<decltype(&tq_accumulate_d256_b3__neon), tq_accumulate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

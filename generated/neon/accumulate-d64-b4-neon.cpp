@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d64_b4__neon: fused weighted sum, head_dim 64, 4 bits, ISA neon
 // Op count:  per value: 64 centroid lookups, 64 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d64-b4.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -561,3 +562,4 @@ void tq_accumulate_d64_b4__neon(const float* weights, size_t weight_stride, size
 static_assert(std::is_same_v<decltype(&tq_accumulate_d64_b4__neon), tq_accumulate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

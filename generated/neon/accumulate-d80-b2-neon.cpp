@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d80_b2__neon: fused weighted sum, head_dim 80, 2 bits, ISA neon
 // Op count:  per value: 80 centroid lookups, 80 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d80-b2.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -594,3 +595,4 @@ void tq_accumulate_d80_b2__neon(const float* weights, size_t weight_stride, size
 static_assert(std::is_same_v<decltype(&tq_accumulate_d80_b2__neon), tq_accumulate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_accumulate_d96_b2__neon: fused weighted sum, head_dim 96, 2 bits, ISA neon
 // Op count:  per value: 96 centroid lookups, 96 multiply-adds, 1 multiply (weight x scale)
 #include "codebooks/codebook-d96-b2.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -695,3 +696,4 @@ void tq_accumulate_d96_b2__neon(const float* weights, size_t weight_stride, size
 static_assert(std::is_same_v<decltype(&tq_accumulate_d96_b2__neon), tq_accumulate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

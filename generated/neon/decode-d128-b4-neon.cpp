@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d128_b4__neon: decode, head_dim 128, 4 bits, ISA neon
 // Op count:  128 centroid lookups, 128 multiplies (scale), inverse rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d128-b4.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -40,3 +41,4 @@ void tq_decode_d128_b4__neon(const float* signs, const uint8_t* code, float scal
 static_assert(std::is_same_v<decltype(&tq_decode_d128_b4__neon), tq_decode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

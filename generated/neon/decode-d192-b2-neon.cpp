@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d192_b2__neon: decode, head_dim 192, 2 bits, ISA neon
 // Op count:  192 centroid lookups, 192 multiplies (scale), inverse rotation (768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d192-b2.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -48,3 +49,4 @@ void tq_decode_d192_b2__neon(const float* signs, const uint8_t* code, float scal
 static_assert(std::is_same_v<decltype(&tq_decode_d192_b2__neon), tq_decode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d80_b2__neon: decode, head_dim 80, 2 bits, ISA neon
 // Op count:  80 centroid lookups, 80 multiplies (scale), inverse rotation (160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d80-b2.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -34,3 +35,4 @@ void tq_decode_d80_b2__neon(const float* signs, const uint8_t* code, float scale
 static_assert(std::is_same_v<decltype(&tq_decode_d80_b2__neon), tq_decode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_decode_d96_b4__neon: decode, head_dim 96, 4 bits, ISA neon
 // Op count:  96 centroid lookups, 96 multiplies (scale), inverse rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in))
 #include "codebooks/codebook-d96-b4.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -36,3 +37,4 @@ void tq_decode_d96_b4__neon(const float* signs, const uint8_t* code, float scale
 static_assert(std::is_same_v<decltype(&tq_decode_d96_b4__neon), tq_decode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d128_b4__neon: encode, head_dim 128, 4 bits, ISA neon
 // Op count:  128 multiply-adds in double (norm), 128 multiplies (normalize), rotation (896 add/sub (FWHT), 128 multiplies (signs with 1/sqrt(d) folded in)), 512 compares (4-step search over 15 boundaries), 64 packed bytes written
 #include "codebooks/codebook-d128-b4.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -245,3 +246,4 @@ int tq_encode_d128_b4__neon(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d128_b4__neon), tq_encode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d160_b2__neon: encode, head_dim 160, 2 bits, ISA neon
 // Op count:  160 multiply-adds in double (norm), 160 multiplies (normalize), rotation (480 add/sub (FWHT), 3040 add/sub (20-point Hadamard), 160 multiplies (signs with 1/sqrt(d) folded in)), 320 compares (2-step search over 3 boundaries), 40 packed bytes written
 #include "codebooks/codebook-d160-b2.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -288,3 +289,4 @@ int tq_encode_d160_b2__neon(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d160_b2__neon), tq_encode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d192_b3__neon: encode, head_dim 192, 3 bits, ISA neon
 // Op count:  192 multiply-adds in double (norm), 192 multiplies (normalize), rotation (768 add/sub (FWHT), 2112 add/sub (12-point Hadamard), 192 multiplies (signs with 1/sqrt(d) folded in)), 576 compares (3-step search over 7 boundaries), 72 packed bytes written
 #include "codebooks/codebook-d192-b3.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -353,3 +354,4 @@ int tq_encode_d192_b3__neon(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d192_b3__neon), tq_encode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

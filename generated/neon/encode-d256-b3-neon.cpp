@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d256_b3__neon: encode, head_dim 256, 3 bits, ISA neon
 // Op count:  256 multiply-adds in double (norm), 256 multiplies (normalize), rotation (2048 add/sub (FWHT), 256 multiplies (signs with 1/sqrt(d) folded in)), 768 compares (3-step search over 7 boundaries), 96 packed bytes written
 #include "codebooks/codebook-d256-b3.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -458,3 +459,4 @@ int tq_encode_d256_b3__neon(const float* signs, const float* x, int scale_kind, 
 static_assert(std::is_same_v<decltype(&tq_encode_d256_b3__neon), tq_encode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d64_b3__neon: encode, head_dim 64, 3 bits, ISA neon
 // Op count:  64 multiply-adds in double (norm), 64 multiplies (normalize), rotation (384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)), 192 compares (3-step search over 7 boundaries), 24 packed bytes written
 #include "codebooks/codebook-d64-b3.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -139,3 +140,4 @@ int tq_encode_d64_b3__neon(const float* signs, const float* x, int scale_kind, u
 static_assert(std::is_same_v<decltype(&tq_encode_d64_b3__neon), tq_encode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_encode_d96_b4__neon: encode, head_dim 96, 4 bits, ISA neon
 // Op count:  96 multiply-adds in double (norm), 96 multiplies (normalize), rotation (288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in)), 384 compares (4-step search over 15 boundaries), 48 packed bytes written
 #include "codebooks/codebook-d96-b4.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -193,3 +194,4 @@ int tq_encode_d96_b4__neon(const float* signs, const float* x, int scale_kind, u
 static_assert(std::is_same_v<decltype(&tq_encode_d96_b4__neon), tq_encode_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

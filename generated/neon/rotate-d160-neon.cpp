@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 160 --isas neon --out-dir <dir>
 // Variant:   tq_rotate_d160__neon, tq_unrotate_d160__neon: the rotation pair for head_dim 160, ISA neon
 // Op count:  each: 480 add/sub (FWHT), 3040 add/sub (20-point Hadamard), 160 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -230,3 +231,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d160__neon), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d160__neon), tq_rotate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

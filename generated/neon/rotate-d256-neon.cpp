@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 256 --isas neon --out-dir <dir>
 // Variant:   tq_rotate_d256__neon, tq_unrotate_d256__neon: the rotation pair for head_dim 256, ISA neon
 // Op count:  each: 2048 add/sub (FWHT), 256 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -462,3 +463,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d256__neon), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d256__neon), tq_rotate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 64 --isas neon --out-dir <dir>
 // Variant:   tq_rotate_d64__neon, tq_unrotate_d64__neon: the rotation pair for head_dim 64, ISA neon
 // Op count:  each: 384 add/sub (FWHT), 64 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -101,3 +102,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d64__neon), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d64__neon), tq_rotate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

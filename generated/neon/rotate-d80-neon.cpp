@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 80 --isas neon --out-dir <dir>
 // Variant:   tq_rotate_d80__neon, tq_unrotate_d80__neon: the rotation pair for head_dim 80, ISA neon
 // Op count:  each: 160 add/sub (FWHT), 1520 add/sub (20-point Hadamard), 80 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -168,3 +169,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d80__neon), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d80__neon), tq_rotate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

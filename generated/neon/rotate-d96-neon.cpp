@@ -2,6 +2,7 @@
 // Reproduce: python3 generator/generate.py --group rotate --head-dims 96 --isas neon --out-dir <dir>
 // Variant:   tq_rotate_d96__neon, tq_unrotate_d96__neon: the rotation pair for head_dim 96, ISA neon
 // Op count:  each: 288 add/sub (FWHT), 1056 add/sub (12-point Hadamard), 96 multiplies (signs with 1/sqrt(d) folded in)
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -150,3 +151,4 @@ static_assert(std::is_same_v<decltype(&tq_rotate_d96__neon), tq_rotate_fn>);
 static_assert(std::is_same_v<decltype(&tq_unrotate_d96__neon), tq_rotate_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

@@ -3,6 +3,7 @@
 // Variant:   tq_score_d256_b2__neon: fused score, head_dim 256, 2 bits, ISA neon
 // Op count:  per key: 256 centroid lookups (once for up to 4 queries), per query 256 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d256-b2.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -227,3 +228,4 @@ void tq_score_d256_b2__neon(const float* q, size_t n_queries, const uint8_t* cod
 static_assert(std::is_same_v<decltype(&tq_score_d256_b2__neon), tq_score_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)

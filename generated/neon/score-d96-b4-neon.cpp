@@ -3,6 +3,7 @@
 // Variant:   tq_score_d96_b4__neon: fused score, head_dim 96, 4 bits, ISA neon
 // Op count:  per key: 96 centroid lookups (once for up to 4 queries), per query 96 multiply-adds, 1 multiply (scale)
 #include "codebooks/codebook-d96-b4.hpp"
+#if defined(__aarch64__) && defined(__ARM_NEON)  // aarch64 only: elsewhere this file compiles to nothing
 #include "isa/neon.hpp"
 #include "turboquant/kernel_types.h"
 
@@ -110,3 +111,4 @@ void tq_score_d96_b4__neon(const float* q, size_t n_queries, const uint8_t* code
 static_assert(std::is_same_v<decltype(&tq_score_d96_b4__neon), tq_score_fn>);
 
 }  // namespace tq::neon
+#endif  // defined(__aarch64__) && defined(__ARM_NEON)
