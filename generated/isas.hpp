@@ -43,7 +43,7 @@ inline bool scalar() {
 // X(name, "target"): the ISAs of the architecture compiled for whose code a
 // function in a file built without their flags gets with [[gnu::target(target)]].
 #if defined(__x86_64__) || defined(__i386__)
-#define TQ_FOR_EACH_TARGET_ISA(X) X(avx512, "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma") X(avx2, "avx2,fma")
+#define TQ_FOR_EACH_TARGET_ISA(X) X(avx512, "avx512f,avx512bw,avx512vl,avx512dq,avx2") X(avx2, "avx2")
 #else
 #define TQ_FOR_EACH_TARGET_ISA(X)
 #endif

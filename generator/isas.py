@@ -34,7 +34,9 @@ class Isa:
     flags: tuple[str, ...]  # compiler flags of its kernels and baselines (GCC, Clang)
     arch: Arch
     cpu_check: str       # C++: whether this CPU and OS run it (evaluated on `arch` only)
-    target: str = ""     # gnu::target() of a copy compiled inside a file without `flags` ("" none needed)
+    # gnu::target() of a copy compiled inside a file without `flags` ("" none needed):
+    # the softmax's, whose code does not need FMA (the runtime has no contraction)
+    target: str = ""
     family: str = "simd"  # templates/<family>/
 
     @property
@@ -49,8 +51,8 @@ ISAS = (
     Isa("avx512", 16, 16, ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"), X86_64,
         _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
-        target="avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"),
-    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2,fma"),
+        target="avx512f,avx512bw,avx512vl,avx512dq,avx2"),
+    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
     # are then AVX2's, and 32 registers hold the 16 pairs AVX2 has registers.
