@@ -4,9 +4,9 @@
 // Op count:  none (data)
 #pragma once
 
-// X(name, lanes): every ISA the generator knows, best first (the registry's
-// preference), whether or not this build compiled it.
-#define TQ_FOR_EACH_ISA(X) X(avx512, 16) X(avx2, 8) X(neon, 8) X(scalar, 8)
+// X(name): every ISA the generator knows, best first (the registry's preference),
+// whether or not this build compiled it.
+#define TQ_FOR_EACH_ISA(X) X(avx512) X(avx2) X(neon) X(scalar)
 // Their names, for messages.
 #define TQ_ISA_NAMES "avx512, avx2, neon, scalar"
 

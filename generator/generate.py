@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -170,7 +171,8 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--sync", type=Path, metavar="DIR", help="rewrite DIR with a fresh rendering")
     ap.add_argument("--tq-codebook", help="the tq-codebook tool, for --check and --sync")
     ap.add_argument("--isa-table", type=Path, metavar="FILE", help="write the ISA table for CMake and exit")
-    ap.add_argument("--processor", default="x86_64", help="with --isa-table: the target processor")
+    ap.add_argument("--processor", default=platform.machine(), help="with --isa-table: the target processor "
+                    "(default: this machine's)")
     args = ap.parse_args(argv)
     if args.isa_table:
         write_if_changed(args.isa_table, isas.cmake_table(args.processor))

@@ -39,10 +39,6 @@ class Isa:
     target: str = ""
     family: str = "simd"  # templates/<family>/
 
-    @property
-    def header(self) -> str:
-        return f"runtime/isa/{self.name}.hpp"
-
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
 

@@ -12,7 +12,7 @@
 
 namespace {
 
-#define TQ_ISA_NAME(NAME, LANES) #NAME,
+#define TQ_ISA_NAME(NAME) #NAME,
 constexpr const char* kIsas[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};  // best first
 #undef TQ_ISA_NAME
 constexpr int kCount = static_cast<int>(std::size(kIsas));

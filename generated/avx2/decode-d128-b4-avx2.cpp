@@ -11,6 +11,8 @@
 
 namespace tq::avx2 {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/avx2.hpp disagree on the lanes");
+
 void tq_unrotate_d128__avx2(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.

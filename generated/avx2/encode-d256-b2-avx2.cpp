@@ -12,6 +12,8 @@
 
 namespace tq::avx2 {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/avx2.hpp disagree on the lanes");
+
 // Rotates x, normalizes it to the unit sphere u, writes each coordinate's
 // Lloyd-Max level packed into 64 bytes, and the scale to *scale (the norm
 // n, or n <u, c> / |c|^2 for TQ_SCALE_LEAST_SQUARES).  The same bytes and scale

@@ -10,6 +10,8 @@
 
 namespace tq::avx2 {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/avx2.hpp disagree on the lanes");
+
 // 32 registers would not fit: the stages within each chunk of 8 registers
 // (64 coordinates) run in registers, the later stages through memory
 // (in L1), in the same order as every other ISA.

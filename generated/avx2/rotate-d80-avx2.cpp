@@ -10,6 +10,8 @@
 
 namespace tq::avx2 {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/avx2.hpp disagree on the lanes");
+
 // y = H (s ⊙ x) with s = D/sqrt(d) and H = H_20 ⊗ H_4
 // (generator/hadamard.py), the whole vector in 10 registers.  out may alias in.
 void tq_rotate_d80__avx2(const float* signs, const float* in, float* out) {

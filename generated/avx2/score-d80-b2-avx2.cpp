@@ -11,6 +11,8 @@
 
 namespace tq::avx2 {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/avx2.hpp disagree on the lanes");
+
 // out[j * out_stride + t] = scales[t] * sum_i q_j[i] * c[level_{t,i}] for Q queries
 // (q: Q x 80) and n packed keys of 20 bytes each: each key is unpacked
 // once, and every centroid register meets all Q queries (a GQA group in one pass).

@@ -11,6 +11,8 @@
 
 namespace tq::avx512 {
 
+static_assert(kLanes == 16, "generator/isas.py and isa/avx512.hpp disagree on the lanes");
+
 void tq_unrotate_d160__avx512(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.

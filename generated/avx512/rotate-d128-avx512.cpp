@@ -10,6 +10,8 @@
 
 namespace tq::avx512 {
 
+static_assert(kLanes == 16, "generator/isas.py and isa/avx512.hpp disagree on the lanes");
+
 // y = H (s ⊙ x) with s = D/sqrt(d), the whole vector in 8 registers.  out may alias in.
 void tq_rotate_d128__avx512(const float* signs, const float* in, float* out) {
     V r0 = mul(load(in + 0), load(signs + 0));

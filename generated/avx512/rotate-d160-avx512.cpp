@@ -10,6 +10,8 @@
 
 namespace tq::avx512 {
 
+static_assert(kLanes == 16, "generator/isas.py and isa/avx512.hpp disagree on the lanes");
+
 // y = H (s ⊙ x) with s = D/sqrt(d) and H = H_20 ⊗ H_8
 // (generator/hadamard.py), the whole vector in 10 registers.  out may alias in.
 void tq_rotate_d160__avx512(const float* signs, const float* in, float* out) {

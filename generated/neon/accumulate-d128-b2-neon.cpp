@@ -11,6 +11,8 @@
 
 namespace tq::neon {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 1 query j over n packed
 // values of 32 bytes each, in the rotated domain: 1 pass over the values with
 // 16 of each query's 16 accumulator registers live; each centroid register meets every query.

@@ -11,6 +11,8 @@
 
 namespace tq::neon {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+
 void tq_unrotate_d160__neon(const float* signs, const float* in, float* out);
 
 // out = R^T (scale * c[level_i])_i: unpack, look up, scale, rotate back.

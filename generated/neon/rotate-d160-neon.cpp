@@ -10,6 +10,8 @@
 
 namespace tq::neon {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+
 // y = H (s ⊙ x) with s = D/sqrt(d) and H = H_20 ⊗ H_8
 // (generator/hadamard.py), the whole vector in 20 registers.  out may alias in.
 void tq_rotate_d160__neon(const float* signs, const float* in, float* out) {

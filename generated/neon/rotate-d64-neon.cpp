@@ -10,6 +10,8 @@
 
 namespace tq::neon {
 
+static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+
 // y = H (s ⊙ x) with s = D/sqrt(d), the whole vector in 8 registers.  out may alias in.
 void tq_rotate_d64__neon(const float* signs, const float* in, float* out) {
     V r0 = mul(load(in + 0), load(signs + 0));

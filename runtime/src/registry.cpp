@@ -22,10 +22,10 @@ namespace tq {
 namespace {
 
 // ISAs this runtime knows, best first (generator/isas.py); scalar, last, runs everywhere.
-#define TQ_ISA_NAME(NAME, LANES) #NAME,
+#define TQ_ISA_NAME(NAME) #NAME,
 constexpr const char* kIsaPreference[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};
 #undef TQ_ISA_NAME
-#define TQ_ISA_CHECK(NAME, LANES) &isa_cpu::NAME,
+#define TQ_ISA_CHECK(NAME) &isa_cpu::NAME,
 constexpr bool (*const kIsaRuns[])() = {TQ_FOR_EACH_ISA(TQ_ISA_CHECK)};
 #undef TQ_ISA_CHECK
 constexpr int kIsaCount = static_cast<int>(std::size(kIsaPreference));

@@ -19,8 +19,8 @@ extern "C" {
  * static: never freed, safe to share between threads. */
 int tq_find(int head_dim, float key_bits, float value_bits, const tq_kernels** out);
 
-/* The ISAs, best first: "avx512", "avx2", "neon", "scalar" (generator/isas.py).
- * The ISA tq_find serves: one of them.  At first use it is
+/* The ISA tq_find serves, one of generator/isas.py's (`tq list` names them, best
+ * first; "scalar" runs everywhere).  At first use it is
  * the environment's TQ_ISA if that ISA is in the build and runs on this CPU,
  * else the best one that does. */
 const char* tq_active_isa(void);
@@ -34,7 +34,7 @@ int tq_set_isa(const char* isa);
  * best one under it becomes active.  TQ_ERROR_INVALID_ARGUMENT for a name that
  * is no ISA. */
 int tq_set_max_isa(const char* isa);
-/* The cap: an ISA's name ("avx512", the best, for none); NULL if TQ_MAX_ISA holds no ISA's
+/* The cap: an ISA's name (the best ISA's for none); NULL if TQ_MAX_ISA holds no ISA's
  * name (then nothing is capped; the message says what it holds). */
 const char* tq_max_isa(void);
 /* 1 if `isa` is in this build and runs on this CPU (within the cap), else 0. */
