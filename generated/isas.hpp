@@ -7,7 +7,8 @@
 // X(name): every ISA the generator knows, best first (the registry's preference),
 // whether or not this build compiled it.
 #define TQ_FOR_EACH_ISA(X) X(avx512) X(avx2) X(neon) X(scalar)
-// Their names, for messages.
+// Their names, as an initializer list ({TQ_ISA_NAME_LIST}) and for messages.
+#define TQ_ISA_NAME_LIST "avx512", "avx2", "neon", "scalar"
 #define TQ_ISA_NAMES "avx512, avx2, neon, scalar"
 
 // tq::isa_cpu::<name>(): whether this CPU (and OS) runs the ISA's instructions.

@@ -12,9 +12,7 @@
 
 namespace {
 
-#define TQ_ISA_NAME(NAME) #NAME,
-constexpr const char* kIsas[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};  // best first
-#undef TQ_ISA_NAME
+constexpr const char* kIsas[] = {TQ_ISA_NAME_LIST};  // best first
 constexpr int kCount = static_cast<int>(std::size(kIsas));
 
 int rank(const std::string& isa) {

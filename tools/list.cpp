@@ -18,9 +18,7 @@ constexpr const char* kUsage =
     "  Lists every kernel compiled into this build (name, kernel, head dim, bits, ISA) and marks\n"
     "  the ISA the registry picks on this CPU (TQ_ISA=<isa> overrides it; TQ_MAX_ISA=<isa> makes\n"
     "  every ISA above it count as not run here).  ISAs, best first: " TQ_ISA_NAMES ".\n";
-#define TQ_ISA_NAME(NAME) #NAME,
-constexpr const char* kIsas[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};  // best first
-#undef TQ_ISA_NAME
+constexpr const char* kIsas[] = {TQ_ISA_NAME_LIST};  // best first
 
 }  // namespace
 

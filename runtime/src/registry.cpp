@@ -22,9 +22,7 @@ namespace tq {
 namespace {
 
 // ISAs this runtime knows, best first (generator/isas.py); scalar, last, runs everywhere.
-#define TQ_ISA_NAME(NAME) #NAME,
-constexpr const char* kIsaPreference[] = {TQ_FOR_EACH_ISA(TQ_ISA_NAME)};
-#undef TQ_ISA_NAME
+constexpr const char* kIsaPreference[] = {TQ_ISA_NAME_LIST};
 #define TQ_ISA_CHECK(NAME) &isa_cpu::NAME,
 constexpr bool (*const kIsaRuns[])() = {TQ_FOR_EACH_ISA(TQ_ISA_CHECK)};
 #undef TQ_ISA_CHECK
