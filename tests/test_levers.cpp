@@ -146,14 +146,27 @@ TEST_CASE("levers: centering stores the running mean of earlier positions and cu
         REQUIRE(fa_tq_quantize(plain, b, 0, t, &x[t * token], true) == FA_TQ_OK);
     }
     // Blocks of 16: [0,1) [1,2) [2,4) [4,8) [8,16) [16,32) ... ; block 8 = [64,80) opened at 64
-    // with the mean of positions 0..63, rounded to half floats.
+    // with the mean m of positions 0..63 shrunk by its James-Stein factor
+    // 1 - (tr C / 64) / |m|^2 per head (no entry of these is an outlier), rounded to halves.
     const fa_tq_stream& s = a->layers[0].keys;
     REQUIRE(s.first_block == 0);
     REQUIRE(s.means.size() == std::size_t(5 + 184 / 16 + 1) * token);
-    for (std::size_t i = 0; i < token; i += 7) {
-        double sum = 0;
-        for (int t = 0; t < 64; ++t) sum += x[t * token + i];
-        CHECK(tq::detail::half_to_float(s.means[8 * token + i]) == tq::detail::half_to_float(tq::detail::float_to_half(float(sum / 64))));
+    std::vector<double> mean(token, 0.0), variance(token, 0.0);
+    for (int t = 0; t < 64; ++t)
+        for (std::size_t i = 0; i < token; ++i) mean[i] += x[t * token + i] / 64.0;
+    for (int t = 0; t < 64; ++t)
+        for (std::size_t i = 0; i < token; ++i) variance[i] += (x[t * token + i] - mean[i]) * (x[t * token + i] - mean[i]) / 63.0;
+    for (int h = 0; h < heads; ++h) {
+        double trace = 0, mean_sq = 0;
+        for (int i = h * d; i < (h + 1) * d; ++i) {
+            trace += variance[i];
+            mean_sq += mean[i] * mean[i];
+        }
+        const double shrink = 1 - trace / 64 / mean_sq;
+        CHECK(shrink > 0.95);  // a mean this strong is kept almost whole
+        for (int i = h * d; i < (h + 1) * d; i += 7)
+            CHECK(std::abs(tq::detail::half_to_float(s.means[8 * token + i]) - shrink * mean[i]) <=
+                  1e-6 + std::abs(shrink * mean[i]) * 0x1p-11);  // half rounding
     }
     for (std::size_t i = 0; i < token; ++i) CHECK(s.means[i] == 0);  // block 0 has nothing before it
     CHECK(s.count == n);

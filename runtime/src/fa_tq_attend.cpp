@@ -586,16 +586,17 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_laye
     return FA_TQ_OK;
 }
 
-// Smoothing learns the channel energies of each KV head's queries (its group's).
+// Smoothing learns the channel energies of each KV head's queries (its group's):
+// every query head of a group is one more sample of its KV head's.
 void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads, int d) {
     if (!lay.levers.smooth_keys) return;
     const int group = n_q_heads / kv_heads;
     for (int h = 0; h < n_q_heads; ++h)
         for (int i = 0; i < d; ++i) {
             const double x = q[std::size_t(h) * d + i];
-            lay.query_sum_sq[std::size_t(h / group) * d + i] += x * x / group;
+            lay.query_sum_sq[std::size_t(h / group) * d + i] += x * x;
         }
-    ++lay.query_count;
+    lay.query_count += group;
 }
 
 

@@ -50,14 +50,12 @@ void init_stream(fa_tq_stream& s, const fa_tq_state* st, bool is_key, int heads,
         s.scales32.assign(slots, 0.0f);
     s.sink_vectors.assign(std::size_t(heads) * lv.sinks * d, 0.0f);
     const std::size_t block_floats = max_blocks(lv, max_seq_len) * heads * d;
-    if (s.centered) {
+    if (s.centered || s.smoothed) {  // the running mean and energies (fa_tq_statistics.hpp)
         s.sum.assign(heads * d, 0.0);
-        s.means.reserve(block_floats);
-    }
-    if (s.smoothed) {
         s.sum_sq.assign(heads * d, 0.0);
-        s.smooth.reserve(block_floats);
     }
+    if (s.centered) s.means.reserve(block_floats);
+    if (s.smoothed) s.smooth.reserve(block_floats);
 }
 
 // The cache of num_layers layers, layer l quantized by states[uniform ? 0 : l]; sizes

@@ -64,7 +64,8 @@ struct fa_tq_layer {
     std::uint64_t seed;
     fa_tq_levers levers;
     fa_tq_stream keys, values;
-    // Smoothing: the running sum of squared query channels per KV head (its group's queries).
+    // Smoothing: the running sum of squared query channels per KV head, over its
+    // group's query heads, and how many query vectors that is per KV head.
     std::vector<double> query_sum_sq;  // [head][d]
     long query_count = 0;
 

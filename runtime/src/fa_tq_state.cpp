@@ -10,6 +10,8 @@
 namespace {
 // Chosen by measurement (docs/scale.md): lower MSE and higher attention fidelity.
 constexpr int kDefaultScaleKind = TQ_SCALE_LEAST_SQUARES;
+// Keys need more bits than values (keys route attention, value errors average out).
+constexpr float kDefaultKeyBits = 4, kDefaultValueBits = 2;
 // Chosen by measurement on two model families (docs/levers.md).
 constexpr fa_tq_center kDefaultCenter = FA_TQ_CENTER_KEYS;
 constexpr int kDefaultCenterBlock = 128;
@@ -66,7 +68,7 @@ bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
 extern "C" {
 
 fa_tq_config fa_tq_config_default(void) {
-    return fa_tq_config{4, 2, FA_TQ_SCALE_LEAST_SQUARES, FA_TQ_SCALE_FORMAT_F16, kDefaultCenter, kDefaultCenterBlock,
+    return fa_tq_config{kDefaultKeyBits, kDefaultValueBits, FA_TQ_SCALE_LEAST_SQUARES, FA_TQ_SCALE_FORMAT_F16, kDefaultCenter, kDefaultCenterBlock,
                         kDefaultSinks,   kDefaultSmooth};
 }
 
@@ -87,7 +89,9 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
         fa_tq_levers levers{};
         if (!resolve_levers(config, levers)) return nullptr;
         const tq_kernels* kernels = nullptr;
-        if (tq_find(head_dim, config.key_bits, config.value_bits, &kernels) != TQ_OK) {
+        const float key_bits = config.key_bits == 0 ? kDefaultKeyBits : config.key_bits;
+        const float value_bits = config.value_bits == 0 ? kDefaultValueBits : config.value_bits;
+        if (tq_find(head_dim, key_bits, value_bits, &kernels) != TQ_OK) {
             // tq_find's message, its name replaced by ours: one prefix
             const std::string why = tq_last_error(), own = "tq_find: ";
             fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: " + (why.rfind(own, 0) == 0 ? why.substr(own.size()) : why));

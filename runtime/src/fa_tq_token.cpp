@@ -3,6 +3,7 @@
 
 #include "fa_tq_blocks.hpp"
 #include "fa_tq_checks.hpp"
+#include "fa_tq_statistics.hpp"
 #include "half_float.hpp"
 #include "last_error.hpp"
 #include "norms.hpp"
@@ -15,11 +16,6 @@
 
 namespace tq::detail {
 namespace {
-
-// Smoothing scales stay within [2^-8, 2^8]: enough for any real channel spread.
-constexpr double kSmoothLimit = 256.0;
-// Regularizes the channel energies: a channel with no energy gets this share of the mean's.
-constexpr double kSmoothFloor = 1e-2;
 
 std::size_t block_floats(const fa_tq_cache* cache, const fa_tq_layer& layer) {
     return std::size_t(cache->num_heads) * layer.head_dim;
@@ -34,47 +30,6 @@ void drop_blocks_before(const fa_tq_cache* cache, const fa_tq_layer& layer, fa_t
         if (!v->empty()) v->erase(v->begin(), v->begin() + std::ptrdiff_t(std::size_t(drop) * per_block));
     s.first_block += drop;
     s.blocks -= drop;
-}
-
-// A new block's mean: the running mean of what came before.  Any stored mean keeps
-// attention exact (it is added back); clamping keeps it a finite half.
-void block_mean(const fa_tq_stream& s, std::size_t n, std::uint16_t* out) {
-    for (std::size_t i = 0; i < n; ++i) {
-        const double m = s.count ? s.sum[i] / double(s.count) : 0.0;
-        out[i] = float_to_half(float(std::clamp(m, -double(kHalfMax), double(kHalfMax))));
-    }
-}
-
-// A new block's key channel scales s_i = (E k_i^2 / E q_i^2)^(1/4), geometric mean 1,
-// from the running key energies (about the mean when centered) and the queries seen.
-// Dividing key channel i by s_i and multiplying the query's by it keeps scores exact
-// and minimizes the score error of isotropic quantization noise, (sum_i |q_i||k_i|)^2
-// instead of |q|^2 |k|^2 (Cauchy-Schwarz; docs/levers.md).
-void block_smooth(const fa_tq_layer& lay, const fa_tq_stream& s, int heads, int d, std::vector<double>& scratch,
-                  std::uint16_t* out) {
-    double* key = scratch.data();
-    double* query = key + d;
-    double* log_s = query + d;
-    for (int h = 0; h < heads; ++h) {
-        const std::size_t base = std::size_t(h) * d;
-        double key_mean = 0, query_mean = 0;
-        for (int i = 0; i < d; ++i) {
-            const double n = double(s.count), m = s.centered && n > 0 ? s.sum[base + i] / n : 0.0;
-            key[i] = n > 0 ? std::max(0.0, s.sum_sq[base + i] / n - m * m) : 0.0;
-            query[i] = lay.query_count ? lay.query_sum_sq[base + i] / double(lay.query_count) : 0.0;
-            key_mean += key[i] / d;
-            query_mean += query[i] / d;
-        }
-        double log_mean = 0;
-        std::fill(log_s, log_s + d, 0.0);
-        if (key_mean > 0 && query_mean > 0)
-            for (int i = 0; i < d; ++i) {
-                log_s[i] = 0.25 * (std::log(key[i] + kSmoothFloor * key_mean) - std::log(query[i] + kSmoothFloor * query_mean));
-                log_mean += log_s[i] / d;
-            }
-        for (int i = 0; i < d; ++i)
-            out[base + i] = float_to_half(float(std::clamp(std::exp(log_s[i] - log_mean), 1 / kSmoothLimit, kSmoothLimit)));
-    }
 }
 
 }  // namespace
@@ -111,7 +66,7 @@ int encode_token(const char* fn, const fa_tq_state* state, const fa_tq_cache* ca
     const float* src = vec;
     if (blocked) {
         if (token.opens_block) {
-            if (s.centered) block_mean(s, n, token.mean.data());
+            if (s.centered) block_mean(s, heads, d, token.mean.data());
             if (s.smoothed) block_smooth(lay, s, heads, d, token.stats, token.smooth.data());
             block = {s.centered ? token.mean.data() : nullptr, s.smoothed ? token.smooth.data() : nullptr};
         }
@@ -182,11 +137,7 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
             s.extra_bound = std::max(s.extra_bound, half_norm(&token.mean[i], d));
         for (std::uint16_t x : token.smooth) s.smooth_bound = std::max(s.smooth_bound, double(half_to_float(x)));
     }
-    if (append) {  // the running sums learn appended positions; overwrites keep them
-        for (std::size_t i = 0; i < s.sum.size(); ++i) s.sum[i] += vec[i];
-        for (std::size_t i = 0; i < s.sum_sq.size(); ++i) s.sum_sq[i] += double(vec[i]) * vec[i];
-        ++s.count;
-    }
+    if (append) learn_vector(s, heads, d, vec);  // the running sums learn appended positions; overwrites keep them
 }
 
 void drop_evicted_blocks(fa_tq_cache* cache) {

@@ -20,9 +20,10 @@
  *
  * Storage: per (layer, KV head) a contiguous stream of packed codes over
  * positions plus a stream of half-float scales, for keys and for values
- * (docs/packed-format.md), and the centering means (docs/levers.md).  K4/V2 at
- * head_dim 128: 64 + 2 + 32 + 2 = 100 bytes per token per KV head, 10.2x smaller
- * than FP32.
+ * (docs/packed-format.md), and the levers' per-block means and smoothing scales
+ * and exact sinks (docs/levers.md).  K4/V2 at head_dim 128: 64 + 2 + 32 + 2 = 100
+ * bytes per token per KV head, 104 with the default levers' records amortized
+ * (docs/kv-cache.md#memory), 9.8x smaller than FP32.
  */
 #ifndef TURBOQUANT_TURBOQUANT_H
 #define TURBOQUANT_TURBOQUANT_H
@@ -206,12 +207,15 @@ int fa_tq_cache_set_parallel_for(fa_tq_cache* cache, fa_tq_parallel_for fn, void
 int fa_tq_cache_evict(fa_tq_cache* cache, int n);
 
 /* Bytes per token (all layers and KV heads, keys and values, codes and scales)
- * and the cache's total allocation (with the means, sinks and running sums).
- * Either pointer may be NULL. */
+ * and the cache's total allocation (with the levers' block records, sinks and
+ * running sums).  Either pointer may be NULL. */
 int fa_tq_cache_bytes(const fa_tq_cache* cache, size_t* per_token, size_t* total);
-/* Bytes per token all in: codes, scales, and the centering means amortized
- * over their block (head_dim half floats per center_block positions); the
- * figure to compare formats by.  -1 on NULL. */
+/* Bytes per token all in: codes, scales, and the levers' per-block records
+ * amortized over their block: head_dim half floats per center_block positions
+ * for each centering mean (keys, values) and each set of key smoothing scales.
+ * The figure to compare formats by.  Not in it: the sinks (sinks x head_dim
+ * floats per layer, KV head and kind, fixed) and the running sums, both in
+ * fa_tq_cache_bytes' total.  -1 on NULL. */
 double fa_tq_cache_bytes_per_token_all_in(const fa_tq_cache* cache);
 
 /* The message of the last failed call on this thread ("" if none); its status

@@ -75,7 +75,7 @@ public:
     void clear();
     int seq_len() const;
     std::size_t bytes_per_token() const;  // codes and scales
-    double bytes_per_token_all_in() const;  // with the centering means, amortized
+    double bytes_per_token_all_in() const;  // with the levers' block records amortized (not the sinks)
     std::size_t bytes_total() const;
     int num_heads() const noexcept { return num_heads_; }
     int head_dim() const noexcept { return quantizers_.empty() ? 0 : quantizers_.front()->head_dim(); }
