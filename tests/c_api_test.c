@@ -60,6 +60,21 @@ int main(void) {
 
     fa_tq_cache_free(cache);
     fa_tq_free(state);
+
+    /* The zero config is K4/V2 with every default, where this build has it. */
+    const tq_kernels* k4v2 = NULL;
+    const fa_tq_config defaults = fa_tq_config_default();
+    EXPECT(defaults.key_bits == 4 && defaults.value_bits == 2);
+    if (tq_find(d, 4, 2, &k4v2) == TQ_OK) {
+        fa_tq_state* zero = fa_tq_init(d, (fa_tq_config){0}, 42);
+        EXPECT(zero != NULL);
+        fa_tq_cache* c = fa_tq_cache_new(zero, 1, HEADS, MAX_SEQ);
+        EXPECT(c != NULL);
+        EXPECT(fa_tq_cache_bytes(c, &per_token, NULL) == FA_TQ_OK);
+        EXPECT(per_token == (size_t)HEADS * (k4v2->key->code_bytes + k4v2->value->code_bytes + 4));
+        fa_tq_cache_free(c);
+        fa_tq_free(zero);
+    }
     printf("%s: C API test\n", failed ? "FAILED" : "ok");
     return failed;
 }

@@ -84,8 +84,9 @@ typedef enum fa_tq_smooth {
 /* Bit allocation, in bits per coordinate: whole, or in steps of 1/8 (3.5 puts
  * half the coordinates at 4 bits and half at 3), and the quality levers.  Bits
  * must be compiled into this build (TQ_BITS).  A zero field (as in
- * `fa_tq_config c = {4, 2};`) means the library's default for that field;
- * fa_tq_config_default() spells every default out. */
+ * `fa_tq_config c = {4, 2};`) means the library's default for that field, bits
+ * included: `(fa_tq_config){0}` is K4/V2 with every default, which
+ * fa_tq_config_default() spells out. */
 typedef struct {
     float key_bits;    /* default 4 */
     float value_bits;  /* default 2 */
