@@ -113,8 +113,11 @@ int perplexity(const Options& o) {
         if (c == 0) {
             std::printf("| %s | %.1f | %.4f | | | |\n", name.c_str(), s.bytes_per_token, ppl);
         } else {
-            std::printf("| %s | %.1f | %.4f | %+.2f%% | %.5f | %.2f%% |\n", name.c_str(), s.bytes_per_token, ppl,
-                        100 * (ppl / base_ppl - 1), s.kl / static_cast<double>(s.predictions),
+            // The mean KL with at least 4 significant digits (K8/V8's is about 1e-4), and 5 decimals.
+            const double kl = s.kl / static_cast<double>(s.predictions);
+            const int decimals = kl > 0 ? std::max(5, 3 - static_cast<int>(std::floor(std::log10(kl)))) : 5;
+            std::printf("| %s | %.1f | %.4f | %+.2f%% | %.*f | %.2f%% |\n", name.c_str(), s.bytes_per_token, ppl,
+                        100 * (ppl / base_ppl - 1), decimals, kl,
                         100.0 * static_cast<double>(s.agree) / static_cast<double>(s.predictions));
         }
     }
