@@ -6,7 +6,7 @@
 // A statistical check, not a timed one: each (head dim, rate, length) runs both
 // configs over the same data sets and rotation seeds, and compares the mean of the
 // paired error ratios; the check also requires that mean's standard error to be
-// well under the 1% it tests.
+// well under the 1% it tests (at most 0.4%).
 #include "cache_support.hpp"
 
 #include <doctest/doctest.h>
@@ -82,7 +82,7 @@ TEST_CASE("statistics: on isotropic data the default levers' attention error is 
                 CAPTURE(r.value);
                 CAPTURE(len.n);
                 CHECK(mean <= 1.01);
-                CHECK(stderr_of_mean <= 0.0025);
+                CHECK(stderr_of_mean <= 0.004);
                 ++checked;
             }
         }
