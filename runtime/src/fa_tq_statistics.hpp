@@ -5,7 +5,8 @@
 // kOutlierLimit running RMS, so one outlier token moves a mean by a bounded amount.
 // Shrunk: a block's mean is the running mean scaled toward zero by how well it is
 // known (James-Stein), and its smoothing scales' logarithms toward zero by how much
-// of their spread is sampling noise, so data without structure stores no structure.
+// of their spread a quarter of the sampling noise explains, so data without structure
+// stores little of it (docs/levers.md: why a quarter).
 #pragma once
 
 #include "fa_tq_internal.hpp"
