@@ -73,6 +73,37 @@ TEST_CASE("cache: eviction drops the oldest positions of every layer") {
     CHECK(cache.seq_len() == 0);
 }
 
+TEST_CASE("cache: a copy continues exactly as its source, and other shapes or quantizers are refused") {
+    const int d = tq::test::main_head_dim(), L = 2, H = 2, n = 40, max_seq = 64;
+    const auto& v = tq::variants().back();
+    const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)}, 5), other(d, {tq::rate(v), tq::rate(v)}, 6);
+    for (auto mode : {KVCache::Mode::linear, KVCache::Mode::ring}) {
+        CAPTURE(int(mode));
+        KVCache src(quant, L, H, max_seq, mode), dst(quant, L, H, max_seq, mode);
+        const std::size_t token = std::size_t(H) * d, q_row = 2 * token;
+        const auto x = tq::test::gaussian((n + 8) * (2 * token + q_row), 11);
+        auto step = [&](KVCache& c, int t, std::vector<float>& out) {  // every layer attends token t
+            const float* base = &x[t * (2 * token + q_row)];
+            for (int l = 0; l < L; ++l)
+                c.attention(l, t, {base + 2 * token, q_row}, {base, token}, {base + token, token}, out);
+        };
+        std::vector<float> a(q_row), b(q_row);
+        for (int t = 0; t < n; ++t) step(src, t, a);
+        for (int t = 0; t < 5; ++t) step(dst, t, b);  // something to be replaced
+        dst.copy_from(src);
+        CHECK(dst.seq_len() == src.seq_len());
+        for (int t = n; t < n + 8; ++t) {  // the same next tokens give the same bytes
+            step(src, t, a);
+            step(dst, t, b);
+            CHECK(a == b);
+        }
+        KVCache fewer_heads(quant, L, 1, max_seq, mode), another_quantizer(other, L, H, max_seq, mode);
+        CHECK_THROWS_AS(fewer_heads.copy_from(src), tq::Error);
+        CHECK_THROWS_AS(another_quantizer.copy_from(src), tq::Error);
+        CHECK(fa_tq_cache_copy(nullptr, nullptr) != FA_TQ_OK);
+    }
+}
+
 TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last window") {
     const int d = tq::test::main_head_dim(), H = 2, max_seq = 8, n = 29;
     const auto& v = tq::variants().front();

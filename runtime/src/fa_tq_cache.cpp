@@ -246,6 +246,30 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
     });
 }
 
+int fa_tq_cache_copy(fa_tq_cache* dst, const fa_tq_cache* src) {
+    constexpr const char* fn = "fa_tq_cache_copy";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, dst, "dst")) return rc;
+        if (int rc = check_not_null(fn, src, "src")) return rc;
+        if (dst == src) return FA_TQ_OK;
+        if (dst->num_layers != src->num_layers || dst->num_heads != src->num_heads ||
+            dst->max_seq_len != src->max_seq_len || dst->ring != src->ring)
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": the caches differ in shape (layers, heads, "
+                                                                      "max_seq_len or ring)");
+        for (std::size_t l = 0; l < src->layers.size(); ++l) {
+            const fa_tq_layer &a = dst->layers[l], &b = src->layers[l];
+            if (a.head_dim != b.head_dim || a.key_eighths != b.key_eighths || a.value_eighths != b.value_eighths ||
+                a.scale_kind != b.scale_kind || a.seed != b.seed || !(a.levers == b.levers))
+                return fail(TQ_ERROR_INVALID_ARGUMENT,
+                            std::string(fn) + ": layer " + std::to_string(l) + " has another quantizer in each cache");
+        }
+        std::vector<fa_tq_layer> layers = src->layers;  // may throw: dst stays as it was
+        dst->layers = std::move(layers);
+        dst->evicted = src->evicted;
+        return FA_TQ_OK;
+    });
+}
+
 int fa_tq_cache_evict(fa_tq_cache* cache, int n) {
     constexpr const char* fn = "fa_tq_cache_evict";
     return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {

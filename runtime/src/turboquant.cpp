@@ -94,6 +94,7 @@ void KVCache::set_parallel_for(fa_tq_parallel_for fn, void* ctx) {
     check(fa_tq_cache_set_parallel_for(cache_.get(), fn, ctx));
 }
 void KVCache::evict(int n) { check(fa_tq_cache_evict(cache_.get(), n)); }
+void KVCache::copy_from(const KVCache& other) { check(fa_tq_cache_copy(cache_.get(), other.cache_.get())); }
 void KVCache::clear() { check(fa_tq_cache_clear(cache_.get())); }
 int KVCache::seq_len() const { return fa_tq_cache_seq_len(cache_.get()); }
 

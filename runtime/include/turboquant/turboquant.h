@@ -203,6 +203,13 @@ int fa_tq_cache_set_threads(fa_tq_cache* cache, int n_threads);
 typedef void (*fa_tq_parallel_for)(void* ctx, int n_tasks, void (*task)(void* task_arg, int index), void* task_arg);
 int fa_tq_cache_set_parallel_for(fa_tq_cache* cache, fa_tq_parallel_for fn, void* ctx);
 
+/* Make dst hold what src holds: every position, the levers' statistics and
+ * records, the sinks (an engine's copy of one sequence's cache into another's).
+ * Both caches must have the same shape (layers, heads, max_seq_len, ring or not)
+ * and each layer the same quantizer; dst's executor stays its own.  Needs
+ * exclusive access to dst and no concurrent write to src. */
+int fa_tq_cache_copy(fa_tq_cache* dst, const fa_tq_cache* src);
+
 /* Drop the oldest n positions of every layer (memmove of the packed streams);
  * position p becomes p - n.  Linear caches only; n <= every layer's length. */
 int fa_tq_cache_evict(fa_tq_cache* cache, int n);

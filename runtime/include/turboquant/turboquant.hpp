@@ -72,6 +72,8 @@ public:
     // The engine's pool instead (fa_tq_cache_set_parallel_for's contract); nullptr: none.
     void set_parallel_for(fa_tq_parallel_for fn, void* ctx);
     void evict(int n);
+    // Hold what `other` holds (fa_tq_cache_copy: same shape and quantizers).
+    void copy_from(const KVCache& other);
     void clear();
     int seq_len() const;
     std::size_t bytes_per_token() const;  // codes and scales
