@@ -4,11 +4,12 @@
 # Python 3 with Jinja2 and pip, pkg-config (the tests build a C consumer with it),
 # clang with its runtime libraries (libclang-rt-dev: libFuzzer and clang's
 # sanitizer runtimes, which the clang package alone lacks) for the fuzz preset, and
-# the aarch64 cross toolchain with qemu's user-mode emulator for the aarch64 preset.
+# the aarch64 cross toolchain with qemu's user-mode emulator for the aarch64 preset,
+# and patch (the llama.cpp preset patches llama.cpp's sources).
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-math-dev doctest-dev libbenchmark-dev python3 pkgconf clang libclang-rt-dev
-          g++-aarch64-linux-gnu qemu-user)
+          g++-aarch64-linux-gnu qemu-user patch)
 # pip for Debian's own python3 (scripts/setup-model.sh installs the test model with it)
 [ "$(command -v python3)" != /usr/bin/python3 ] || packages+=(python3-pip)
 missing=()
@@ -37,4 +38,4 @@ if ! python3 -c "import jinja2" 2>/dev/null; then
     python3 -m pip install --quiet jinja2
   fi
 fi
-echo "setup-debian.sh: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark, pkg-config, Jinja2, clang with libFuzzer, and g++ for aarch64 with qemu-aarch64 are installed"
+echo "setup-debian.sh: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark, pkg-config, Jinja2, clang with libFuzzer, g++ for aarch64 with qemu-aarch64, and patch are installed"

@@ -1,0 +1,138 @@
+// TurboQuant as a llama.cpp memory: per sequence, one compressed cache for the
+// full-attention layers and one ring cache for the sliding-window layers
+// (Gemma 3), written and attended by the tq attention op (llama-tq-graph.cpp).
+// docs/llama.cpp.md says what each llama_memory_i operation does here.
+#pragma once
+
+#include "llama-memory.h"
+#include "llama-batch.h"
+#include "llama-tq-team.h"
+#include "turboquant/turboquant.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct llama_model;
+struct llama_cparams;
+struct ggml_tensor;
+
+class llama_tq_memory;
+
+// What the op of one layer needs: the memory and the layer.  Owned by the memory,
+// so that it outlives every graph that points at it.
+struct llama_tq_layer_op {
+    llama_tq_memory * mem;
+    int il;
+    float kq_scale;  // set when the graph is built
+};
+
+class llama_tq_memory : public llama_memory_i {
+public:
+    // Throws std::runtime_error("tq KV cache: <reason>") for what it cannot serve.
+    llama_tq_memory(const llama_model & model, const llama_memory_params & params, const llama_cparams & cparams);
+
+    llama_memory_context_ptr init_batch(llama_batch_allocr & balloc, uint32_t n_ubatch, bool embd_all) override;
+    llama_memory_context_ptr init_full() override;
+    llama_memory_context_ptr init_update(llama_context * lctx, bool optimize) override;
+    bool get_can_shift() const override { return false; }
+
+    void clear(bool data) override;
+    bool seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) override;
+    void seq_cp(llama_seq_id seq_id_src, llama_seq_id seq_id_dst, llama_pos p0, llama_pos p1) override;
+    void seq_keep(llama_seq_id seq_id) override;
+    void seq_add(llama_seq_id seq_id, llama_pos p0, llama_pos p1, llama_pos shift) override;
+    void seq_div(llama_seq_id seq_id, llama_pos p0, llama_pos p1, int d) override;
+    llama_pos seq_pos_min(llama_seq_id seq_id) const override;
+    llama_pos seq_pos_max(llama_seq_id seq_id) const override;
+    std::map<ggml_backend_buffer_type_t, size_t> memory_breakdown() const override;
+    void state_write(llama_io_write_i & io, llama_seq_id seq_id = -1, llama_state_seq_flags flags = 0) const override;
+    void state_read(llama_io_read_i & io, llama_seq_id seq_id = -1, llama_state_seq_flags flags = 0) override;
+
+    // The ubatch the next graph computes: its runs of consecutive positions per
+    // sequence (checked by init_batch).
+    void apply_ubatch(const llama_ubatch & ubatch);
+    // Whether tokens in `ubatches`, in order, fit the caches; else the reason.
+    bool fits(const std::vector<llama_ubatch> & ubatches, std::string & why) const;
+
+    // The op: thread ith of nth of layer op.il.  dst[n_head * head_dim, n_tokens].
+    void attend(const llama_tq_layer_op & op, ggml_tensor * dst, int ith, int nth);
+    // After a compute: false (and the reason logged) if a library call failed.
+    bool take_status();
+
+    llama_tq_layer_op * layer_op(int il) { return &ops[il]; }
+    int head_dim() const { return n_embd_head; }
+
+private:
+    struct free_cache {
+        void operator()(fa_tq_cache * c) const { fa_tq_cache_free(c); }
+    };
+    struct free_state {
+        void operator()(fa_tq_state * s) const { fa_tq_free(s); }
+    };
+    using cache_ptr = std::unique_ptr<fa_tq_cache, free_cache>;
+    struct sequence {
+        cache_ptr full;  // the full-attention layers (linear)
+        cache_ptr swa;   // the sliding-window layers (ring), if any
+        llama_pos pos_base = -1;       // the position at cache index 0; -1: empty
+        llama_pos pos_max = -1;
+    };
+    struct run {  // consecutive positions of one sequence in the current ubatch
+        llama_seq_id seq;
+        llama_pos pos;
+        std::vector<int32_t> tokens;  // indices in the ubatch
+    };
+    void reset(sequence & s);
+    bool is_swa(int il) const { return layer_swa[il]; }
+    void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
+                    const ggml_tensor * v, ggml_tensor * dst);
+    void fail(const std::string & why);
+
+    int n_layer, n_head, n_head_kv, n_embd_head;
+    uint32_t n_seq_max, n_ctx_seq, n_swa;
+    bool has_ring;  // sliding-window layers in ring caches (n_swa < n_ctx_seq)
+    bool probe;     // no_alloc: caches of one position, for the byte figures only
+    std::unique_ptr<fa_tq_state, free_state> state;
+    std::vector<bool> layer_swa;   // per model layer: in the ring cache
+    std::vector<int> layer_index;  // per model layer: its layer in that cache
+    std::vector<sequence> seqs;
+    std::vector<llama_tq_layer_op> ops;
+    std::vector<run> runs;  // the current ubatch
+    std::vector<float> gather;  // q, k, v and out of a run whose tokens are not contiguous
+    llama_tq_team team;
+    std::mutex error_mutex;
+    std::string error;  // the first failure of the current compute
+};
+
+class llama_tq_memory_context : public llama_memory_context_i {
+public:
+    explicit llama_tq_memory_context(llama_memory_status status) : status(status) {}
+    llama_tq_memory_context(llama_tq_memory * mem, std::vector<llama_ubatch> ubatches)
+        : status(LLAMA_MEMORY_STATUS_SUCCESS), mem(mem), ubatches(std::move(ubatches)) {}
+    explicit llama_tq_memory_context(llama_tq_memory * mem) : status(LLAMA_MEMORY_STATUS_SUCCESS), mem(mem) {}
+
+    bool next() override { return ++i_cur < ubatches.size(); }
+    bool apply() override;
+    const llama_ubatch & get_ubatch() const override { return ubatches[i_cur]; }
+    llama_memory_status get_status() const override { return status; }
+
+    llama_tq_memory * memory() const { return mem; }
+
+private:
+    llama_memory_status status;
+    llama_tq_memory * mem = nullptr;
+    std::vector<llama_ubatch> ubatches;
+    size_t i_cur = 0;
+};
+
+// For llama_model::create_memory: the memory when the cache types are tq.
+llama_memory_i * llama_tq_memory_create(const llama_model & model, const llama_memory_params & params,
+                                        const llama_cparams & cparams);
+// For llama_context::process_ubatch, after graph_compute: false if the tq memory's
+// op failed in it (the reason is logged); true for any other memory.
+bool llama_tq_memory_compute_ok(llama_memory_i * memory);
+// For llama_init_from_model, before the context exists: the checks that need only
+// the parameters (K and V both tq; flash attention on, AUTO turned on).  Logs one
+// line and returns false to refuse.
+bool llama_tq_check_params(llama_context_params & params);

@@ -1,0 +1,83 @@
+#include "llama-tq-team.h"
+
+#include <thread>
+
+namespace {
+
+// Spin briefly, then yield: the waits are short (one library call's tasks).
+struct backoff {
+    int n = 0;
+    void pause() {
+        if (++n > 64) {
+            std::this_thread::yield();
+        }
+    }
+};
+
+}  // namespace
+
+void llama_tq_team::run_tasks(uint32_t gen) {
+    constexpr uint64_t mask = (uint64_t(1) << k_index_bits) - 1;
+    void (*fn)(void *, int) = task.load(std::memory_order_acquire);
+    void * arg = task_arg.load(std::memory_order_acquire);
+    uint64_t t = ticket.load(std::memory_order_acquire);
+    // Take index i of job `gen` only while the ticket still names that job: then fn and
+    // arg, read before, are that job's.
+    while (uint32_t(t >> (2 * k_index_bits)) == gen && (t & mask) < ((t >> k_index_bits) & mask)) {
+        if (ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) {
+            fn(arg, int(t & mask));
+            done.fetch_add(1, std::memory_order_acq_rel);
+            t = ticket.load(std::memory_order_acquire);
+        }
+    }
+}
+
+void llama_tq_team::parallel_for(void * ctx, int n_tasks, void (*task)(void *, int), void * task_arg) {
+    auto * team = static_cast<llama_tq_team *>(ctx);
+    if (n_tasks >= (1 << k_index_bits)) {  // more than a ticket counts: run inline
+        for (int i = 0; i < n_tasks; ++i) {
+            task(task_arg, i);
+        }
+        return;
+    }
+    const uint32_t gen = (team->published.load(std::memory_order_relaxed) + 1) & 0xffffffu;
+    team->task.store(task, std::memory_order_relaxed);
+    team->task_arg.store(task_arg, std::memory_order_relaxed);
+    team->done.store(0, std::memory_order_relaxed);
+    team->ticket.store(uint64_t(gen) << (2 * k_index_bits) | uint64_t(n_tasks) << k_index_bits,
+                       std::memory_order_release);
+    team->published.store(gen, std::memory_order_release);
+    team->run_tasks(gen);
+    backoff b;
+    while (team->done.load(std::memory_order_acquire) < n_tasks) {
+        b.pause();
+    }
+}
+
+void llama_tq_team::help() {
+    const uint64_t entry = node.load(std::memory_order_acquire);
+    arrived.fetch_add(1, std::memory_order_acq_rel);
+    uint32_t seen = 0;
+    backoff b;
+    while (node.load(std::memory_order_acquire) == entry) {
+        const uint32_t gen = published.load(std::memory_order_acquire);
+        if (gen != seen) {
+            seen = gen;
+            run_tasks(gen);
+            b = backoff{};
+        } else {
+            b.pause();
+        }
+    }
+}
+
+void llama_tq_team::close(int nth) {
+    // Every helper of this node must have read `node` before it moves on, or a late
+    // one would wait for the next node's close with the wrong entry value.
+    backoff b;
+    while (arrived.load(std::memory_order_acquire) < nth - 1) {
+        b.pause();
+    }
+    arrived.store(0, std::memory_order_relaxed);
+    node.fetch_add(1, std::memory_order_acq_rel);
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""llama.cpp with the tq cache types, checked with llama.cpp's own binaries.
+
+  llamacpp_test.py kl        --bin DIR --model GGUF --text FILE [--chunks N] [--ctx N]
+      llama-perplexity --kl-divergence against the f16 cache's logits: tq8/tq8's mean KL
+      below q8_0's, tq4/tq4's below q4_0's, on the same chunks.
+  llamacpp_test.py generate  --bin DIR --model GGUF
+      32 greedy tokens with tq8/tq8 equal the f16 cache's (llama-server), or the first
+      difference is a near-tie of f16's top two tokens; llama-cli answers with tq4.
+  llamacpp_test.py server    --bin DIR --model GGUF
+      llama-server -np 2 with tq4/tq4: two concurrent completions equal the same prompts
+      answered one at a time, and a prompt that extends a cached one (the prefix is
+      reused: seq_rm of the tail) gives what a fresh server gives.
+  llamacpp_test.py refusals  --bin DIR --model GGUF
+      every combination the cache cannot serve: one clear line and a non-zero exit.
+"""
+import argparse
+import json
+import math
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+THREADS = "2"
+# f16's two best tokens closer than this (probability) make a different greedy choice
+# a near-tie, not an error.
+NEAR_TIE = 0.1
+
+
+def run(cmd, timeout=900):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+# --- kl -------------------------------------------------------------------------------
+
+def perplexity(args, ctk, ctv, extra):
+    cmd = [Path(args.bin) / "llama-perplexity", "-m", args.model, "-f", args.text, "-c", args.ctx,
+           "--chunks", args.chunks, "-fa", "on", "-t", THREADS, "-ctk", ctk, "-ctv", ctv, "-lv", "4", *extra]
+    r = run(cmd)
+    if r.returncode != 0:
+        fail(f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stderr[-3000:]}")
+    return r.stdout + r.stderr
+
+
+def kv_bytes(log):
+    # the last report: the context's memory (the first can be llama.cpp's fitting probe)
+    m = re.findall(r"llama_(?:kv_cache|tq_memory)\w*: size = +([0-9.]+) MiB", log)
+    return float(m[-1]) if m else float("nan")
+
+
+def check_kl(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "f16.kld"
+        perplexity(args, "f16", "f16", ["--kl-divergence-base", base])
+        kl, mib = {}, {}
+        for t in ["q8_0", "q4_0", "tq8", "tq4"]:
+            log = perplexity(args, t, t, ["--kl-divergence-base", base, "--kl-divergence"])
+            m = re.search(r"Mean +KLD: +([0-9.eE+-]+)", log)
+            if not m:
+                fail(f"no mean KLD in llama-perplexity's output for {t}:\n{log[-2000:]}")
+            kl[t], mib[t] = float(m.group(1)), kv_bytes(log)
+            print(f"{Path(args.model).name} {t}/{t}: mean KL {kl[t]:.6f}, KV {mib[t]:.2f} MiB")
+    if not kl["tq8"] < kl["q8_0"]:
+        fail(f"tq8/tq8's mean KL {kl['tq8']} is not below q8_0's {kl['q8_0']}")
+    if not kl["tq4"] < kl["q4_0"]:
+        fail(f"tq4/tq4's mean KL {kl['tq4']} is not below q4_0's {kl['q4_0']}")
+
+
+# --- llama-server ---------------------------------------------------------------------
+
+class Server:
+    def __init__(self, args, cache, extra=()):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.log = tempfile.TemporaryFile(mode="w+")
+        cmd = [Path(args.bin) / "llama-server", "-m", args.model, "--host", "127.0.0.1", "--port", self.port,
+               "-t", THREADS, "-c", "2048", "-ctk", cache, "-ctv", cache, "--cache-ram", "0", *extra]
+        self.proc = subprocess.Popen([str(c) for c in cmd], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                fail(f"llama-server ({cache}) exited {self.proc.returncode}:\n{self.output()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        self.close()
+        fail(f"llama-server ({cache}) did not come up:\n{self.output()[-3000:]}")
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def complete(self, prompt, n, slot=-1):
+        body = {"prompt": prompt, "n_predict": n, "temperature": 0, "n_probs": 2, "cache_prompt": True,
+                "id_slot": slot}
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/completion", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return json.loads(r.read())
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def tokens(res):
+    return [p["id"] for p in res["completion_probabilities"]]
+
+
+def same_or_near_tie(want, got, what):
+    """want's greedy tokens against got's: equal, or first different where want's top two
+    are within NEAR_TIE (the logits' near-tie explains the different choice)."""
+    a, b = tokens(want), tokens(got)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            top = [math.exp(t["logprob"]) for t in want["completion_probabilities"][i]["top_logprobs"]]
+            gap = top[0] - top[1] if len(top) > 1 else 1.0
+            if gap >= NEAR_TIE:
+                fail(f"{what}: token {i} differs ({x} vs {y}) and the reference's top two are "
+                     f"{gap:.3f} apart (not a near-tie)")
+            print(f"{what}: first difference at token {i}, a near-tie (top two {gap:.3f} apart)")
+            return
+    if len(a) != len(b):
+        fail(f"{what}: {len(a)} tokens against {len(b)}")
+    print(f"{what}: the same {len(a)} tokens")
+
+
+PROMPT = "The history of the printing press begins"
+PROMPTS = ["Water boils at a temperature of", "The three primary colors are"]
+
+
+def check_generate(args):
+    with Server(args, "f16") as f16:
+        want = f16.complete(PROMPT, 32)
+    with Server(args, "tq8") as tq:
+        got = tq.complete(PROMPT, 32)
+    same_or_near_tie(want, got, "tq8/tq8 against f16, 32 greedy tokens")
+    cmd = [Path(args.bin) / "llama-cli", "-m", args.model, "-p", "Hello", "-n", "8", "--temp", "0", "-st",
+           "-t", THREADS, "-ctk", "tq4", "-ctv", "tq4"]
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    if r.returncode != 0 or "llama_tq_memory" not in r.stdout + r.stderr:
+        fail(f"llama-cli with tq4/tq4 exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+    print("llama-cli with tq4/tq4 answered")
+
+
+def check_server(args):
+    with Server(args, "tq4", ["-np", "2"]) as srv:
+        alone = [srv.complete(p, 16, slot) for slot, p in enumerate(PROMPTS)]
+        both = [None, None]
+
+        def ask(i):
+            both[i] = srv.complete(PROMPTS[i], 16, i)
+        # The same prompts on the same slots would reuse everything: other text first.
+        srv.complete("Unrelated text to replace the slot's cache.", 1, 0)
+        srv.complete("Another unrelated text for the other slot.", 1, 1)
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i in range(2):
+            same_or_near_tie(alone[i], both[i], f"-np 2, concurrent completion {i}")
+        # A longer prompt that starts with a cached one: the server keeps the common
+        # prefix and removes the rest (seq_rm of the tail), then decodes the new tokens.
+        srv.complete(PROMPT, 8, 0)
+        longer = PROMPT + " in the fifteenth century, when"
+        reused = srv.complete(longer, 16, 0)
+        if reused["timings"].get("cache_n", 0) <= 0:
+            fail(f"the server reused nothing of the cached prompt: {reused['timings']}")
+        print(f"prefix reuse: {reused['timings']['cache_n']} prompt tokens from the cache")
+    with Server(args, "tq4", ["-np", "2"]) as fresh:
+        want = fresh.complete(longer, 16, 0)
+    same_or_near_tie(want, reused, "prefix reuse against a fresh server")
+
+
+# --- refusals -------------------------------------------------------------------------
+
+def check_refusals(args):
+    b = Path(args.bin)
+    m = ["-m", args.model, "-t", THREADS, "-c", "256"]
+    cases = [
+        ([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq4", "-ctv", "f16"], "K and V must both be tq types"),
+        ([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq4", "-ctv", "tq4", "-fa", "off"],
+         "needs flash attention"),
+        ([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq9", "-ctv", "tq9"], "Unsupported cache type"),
+        ([b / "llama-server", *m, "-ctk", "tq4", "-ctv", "tq4", "-np", "2", "-kvu", "--port", "0"],
+         "unified KV buffer for several sequences is not supported"),
+        ([b / "llama-bench", "-m", args.model, "-ctk", "tq4", "-ctv", "tq4", "-fa", "0", "-p", "8", "-n", "0"],
+         "needs flash attention"),
+    ]
+    for cmd, line in cases:
+        r = run(cmd, timeout=120)
+        out = r.stdout + r.stderr
+        if r.returncode == 0 or line not in out:
+            fail(f"{' '.join(map(str, cmd))}: exit {r.returncode}, expected a non-zero exit and '{line}':\n{out[-2000:]}")
+        print(f"refused ({r.returncode}): {line}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=["kl", "generate", "server", "refusals"])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--text")
+    p.add_argument("--chunks", default="3")
+    p.add_argument("--ctx", default="512")
+    args = p.parse_args()
+    {"kl": check_kl, "generate": check_generate, "server": check_server, "refusals": check_refusals}[args.what](args)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
