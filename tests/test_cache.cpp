@@ -104,6 +104,48 @@ TEST_CASE("cache: a copy continues exactly as its source, and other shapes or qu
     }
 }
 
+TEST_CASE("cache: a deserialized cache continues exactly as the serialized one; bad bytes change nothing") {
+    const int d = tq::test::main_head_dim(), L = 2, H = 2, n = 45, max_seq = 32;
+    const auto& v = tq::variants().back();
+    const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)}, 7);
+    for (auto mode : {KVCache::Mode::linear, KVCache::Mode::ring}) {
+        CAPTURE(int(mode));
+        const int written = mode == KVCache::Mode::ring ? n : max_seq - 4;  // the ring wraps
+        KVCache src(quant, L, H, max_seq, mode), dst(quant, L, H, max_seq, mode);
+        const std::size_t token = std::size_t(H) * d, q_row = 2 * token;
+        const auto x = tq::test::gaussian((n + 4) * (2 * token + q_row), 13);
+        auto step = [&](KVCache& c, int t, std::vector<float>& out) {
+            const float* base = &x[t * (2 * token + q_row)];
+            for (int l = 0; l < L; ++l)
+                c.attention(l, t, {base + 2 * token, q_row}, {base, token}, {base + token, token}, out);
+        };
+        std::vector<float> a(q_row), b(q_row);
+        for (int t = 0; t < written; ++t) step(src, t, a);
+        const std::vector<std::uint8_t> bytes = src.serialize();
+        step(dst, 0, b);
+        const std::vector<std::uint8_t> before = dst.serialize();
+        // Refused, and dst as it was: every truncation point of the header, a cut in the
+        // middle, a byte too many, an altered length field, another shape.
+        for (std::size_t cut : {std::size_t(0), std::size_t(3), std::size_t(16), bytes.size() / 2, bytes.size() - 1})
+            CHECK(fa_tq_cache_deserialize(nullptr, bytes.data(), cut) != FA_TQ_OK);
+        for (std::size_t cut : {std::size_t(0), std::size_t(3), std::size_t(16), bytes.size() / 2, bytes.size() - 1})
+            CHECK_THROWS_AS(dst.deserialize({bytes.data(), cut}), tq::Error);
+        std::vector<std::uint8_t> longer = bytes;
+        longer.push_back(0);
+        CHECK_THROWS_AS(dst.deserialize(longer), tq::Error);
+        KVCache other_shape(quant, L, H, max_seq + 1, mode);
+        CHECK_THROWS_AS(other_shape.deserialize(bytes), tq::Error);
+        CHECK(dst.serialize() == before);
+        dst.deserialize(bytes);
+        CHECK(dst.serialize() == bytes);
+        for (int t = written; t < written + 4; ++t) {  // the same next tokens give the same bytes
+            step(src, t, a);
+            step(dst, t, b);
+            CHECK(a == b);
+        }
+    }
+}
+
 TEST_CASE("cache: ring mode maps pos to pos % max_seq_len and keeps the last window") {
     const int d = tq::test::main_head_dim(), H = 2, max_seq = 8, n = 29;
     const auto& v = tq::variants().front();

@@ -263,8 +263,10 @@ int fa_tq_cache_copy(fa_tq_cache* dst, const fa_tq_cache* src) {
                 return fail(TQ_ERROR_INVALID_ARGUMENT,
                             std::string(fn) + ": layer " + std::to_string(l) + " has another quantizer in each cache");
         }
-        std::vector<fa_tq_layer> layers = src->layers;  // may throw: dst stays as it was
-        dst->layers = std::move(layers);
+        // Element by element into dst's own vectors, whose capacities (reserved at
+        // creation for this shape) hold src's sizes: no allocation, so nothing throws
+        // half-way, and the block records keep the capacity that appends rely on.
+        dst->layers = src->layers;
         dst->evicted = src->evicted;
         return FA_TQ_OK;
     });

@@ -95,6 +95,16 @@ void KVCache::set_parallel_for(fa_tq_parallel_for fn, void* ctx) {
 }
 void KVCache::evict(int n) { check(fa_tq_cache_evict(cache_.get(), n)); }
 void KVCache::copy_from(const KVCache& other) { check(fa_tq_cache_copy(cache_.get(), other.cache_.get())); }
+std::vector<std::uint8_t> KVCache::serialize() const {
+    std::size_t size = 0;
+    check(fa_tq_cache_serialize(cache_.get(), nullptr, 0, &size));
+    std::vector<std::uint8_t> bytes(size);
+    check(fa_tq_cache_serialize(cache_.get(), bytes.data(), bytes.size(), &size));
+    return bytes;
+}
+void KVCache::deserialize(std::span<const std::uint8_t> bytes) {
+    check(fa_tq_cache_deserialize(cache_.get(), bytes.data(), bytes.size()));
+}
 void KVCache::clear() { check(fa_tq_cache_clear(cache_.get())); }
 int KVCache::seq_len() const { return fa_tq_cache_seq_len(cache_.get()); }
 

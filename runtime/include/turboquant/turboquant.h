@@ -210,6 +210,17 @@ int fa_tq_cache_set_parallel_for(fa_tq_cache* cache, fa_tq_parallel_for fn, void
  * exclusive access to dst and no concurrent write to src. */
 int fa_tq_cache_copy(fa_tq_cache* dst, const fa_tq_cache* src);
 
+/* The cache's contents as bytes, for an engine's saved sessions: the positions
+ * held (codes and scales), the levers' statistics, block records and sinks.  With
+ * out NULL, *size receives the byte count; with a buffer of capacity >= that, the
+ * bytes are written there.  The bytes are machine-local (native byte order, this
+ * library's layout), as an engine's session files are. */
+int fa_tq_cache_serialize(const fa_tq_cache* cache, void* out, size_t capacity, size_t* size);
+/* Make the cache hold what fa_tq_cache_serialize wrote from a cache of the same
+ * shape and quantizers.  All or nothing: a truncated, altered or foreign buffer is
+ * refused (TQ_ERROR_INVALID_ARGUMENT) and the cache stays as it was. */
+int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size);
+
 /* Drop the oldest n positions of every layer (memmove of the packed streams);
  * position p becomes p - n.  Linear caches only; n <= every layer's length. */
 int fa_tq_cache_evict(fa_tq_cache* cache, int n);

@@ -74,6 +74,9 @@ public:
     void evict(int n);
     // Hold what `other` holds (fa_tq_cache_copy: same shape and quantizers).
     void copy_from(const KVCache& other);
+    // The contents as machine-local bytes and back (fa_tq_cache_serialize / _deserialize).
+    std::vector<std::uint8_t> serialize() const;
+    void deserialize(std::span<const std::uint8_t> bytes);
     void clear();
     int seq_len() const;
     std::size_t bytes_per_token() const;  // codes and scales

@@ -1,0 +1,202 @@
+// A cache's contents as bytes and back (fa_tq_cache_serialize / _deserialize): the
+// held positions' codes and scales, the levers' statistics, block records and sinks.
+// Native byte order and this library's layout: a machine-local state, like an
+// engine's session file.  Reading is all or nothing: every field is checked against
+// the cache it goes into before anything of that cache changes.
+#include "fa_tq_checks.hpp"
+#include "fa_tq_internal.hpp"
+#include "last_error.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tq::detail {
+namespace {
+
+constexpr std::uint32_t kMagic = 0x31435154;  // "TQC1"
+constexpr std::uint32_t kVersion = 1;
+
+// Writes into out (or only counts, when out is null).
+class Writer {
+public:
+    explicit Writer(std::uint8_t* out) : out_(out) {}
+    template <typename T> void put(const T& v) { bytes(&v, sizeof v); }
+    template <typename T> void put_vector(const std::vector<T>& v) {
+        put(std::uint64_t(v.size()));
+        bytes(v.data(), v.size() * sizeof(T));
+    }
+    void bytes(const void* p, std::size_t n) {
+        if (out_ != nullptr && n > 0) std::memcpy(out_ + size_, p, n);
+        size_ += n;
+    }
+    std::size_t size() const { return size_; }
+
+private:
+    std::uint8_t* out_;
+    std::size_t size_ = 0;
+};
+
+class Reader {
+public:
+    Reader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+    template <typename T> T get() {
+        T v{};
+        bytes(&v, sizeof v);
+        return v;
+    }
+    // A vector whose size must equal `want` (the cache's own).
+    template <typename T> void get_vector(std::vector<T>& v, std::size_t want, const char* what) {
+        if (get<std::uint64_t>() != want) throw Bad(std::string(what) + " has another size than this cache's");
+        v.resize(want);
+        bytes(v.data(), want * sizeof(T));
+    }
+    void bytes(void* p, std::size_t n) {
+        if (n > size_ - at_) throw Bad("truncated");
+        if (n > 0) std::memcpy(p, data_ + at_, n);
+        at_ += n;
+    }
+    bool done() const { return at_ == size_; }
+    struct Bad {
+        std::string why;
+    };
+
+private:
+    const std::uint8_t* data_;
+    std::size_t size_, at_ = 0;
+};
+
+// Slots that hold positions: the first min(length, max_seq_len) of each head's stream.
+std::size_t held_slots(const fa_tq_cache* c, const fa_tq_stream& s) {
+    return std::size_t(std::min(s.length, c->max_seq_len));
+}
+
+// Each head's held slots: codes, then scales.  Stream is const for writing.
+template <typename IO, typename Stream> void slots(IO& io, const fa_tq_cache* c, const fa_tq_layer& lay, Stream& s) {
+    const std::size_t n = held_slots(c, s);
+    for (int h = 0; h < c->num_heads; ++h) {
+        const std::size_t base = c->stream_index(h);
+        io.bytes(s.codes.data() + base * s.code_bytes, n * s.code_bytes);
+        if (lay.levers.f16_scales) io.bytes(s.scales16.data() + base, n * 2);
+        else io.bytes(s.scales32.data() + base, n * 4);
+    }
+}
+
+void write_stream(Writer& w, const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stream& s) {
+    w.put(std::int32_t(s.length));
+    w.put(std::int64_t(s.count));
+    w.put(std::int64_t(s.first_block));
+    w.put(std::int64_t(s.blocks));
+    w.put_vector(s.sum);
+    w.put_vector(s.sum_sq);
+    w.put_vector(s.means);
+    w.put_vector(s.smooth);
+    w.put_vector(s.sink_vectors);
+    w.put(s.scale_bound);
+    w.put(s.extra_bound);
+    w.put(s.smooth_bound);
+    slots(w, c, lay, s);
+}
+
+// `reserved`: the same stream in the cache, whose block records have their capacity
+// reserved at creation; a buffer that needs more is not from a cache of this shape.
+void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_stream& s,
+                 const fa_tq_stream& reserved) {
+    s.length = r.get<std::int32_t>();
+    s.count = long(r.get<std::int64_t>());
+    s.first_block = long(r.get<std::int64_t>());
+    s.blocks = long(r.get<std::int64_t>());
+    if (s.length < 0 || (!c->ring && s.length > c->max_seq_len) || s.count < 0 || s.blocks < 0 || s.first_block < 0)
+        throw Reader::Bad("a stream's length or block counts are out of range");
+    r.get_vector(s.sum, s.sum.size(), "a running sum");
+    r.get_vector(s.sum_sq, s.sum_sq.size(), "a running sum of squares");
+    // Block records grow with the positions: any size that is whole blocks of heads x d.
+    const std::size_t block = std::size_t(c->num_heads) * std::size_t(lay.head_dim);
+    for (auto* v : {&s.means, &s.smooth}) {
+        const auto n = std::size_t(r.get<std::uint64_t>());
+        const bool used = v == &s.means ? s.centered : s.smoothed;
+        const std::size_t capacity = v == &s.means ? reserved.means.capacity() : reserved.smooth.capacity();
+        if (n % block != 0 || n / block != (used ? std::size_t(s.blocks) : 0) || n > capacity)
+            throw Reader::Bad("a stream's block records do not match its block count");
+        v->resize(n);
+        r.bytes(v->data(), n * sizeof(std::uint16_t));
+    }
+    r.get_vector(s.sink_vectors, s.sink_vectors.size(), "the sinks");
+    s.scale_bound = r.get<double>();
+    s.extra_bound = r.get<double>();
+    s.smooth_bound = r.get<double>();
+    slots(r, c, lay, s);
+}
+
+}  // namespace
+}  // namespace tq::detail
+
+using namespace tq::detail;
+
+int fa_tq_cache_serialize(const fa_tq_cache* cache, void* out, size_t capacity, size_t* size) {
+    constexpr const char* fn = "fa_tq_cache_serialize";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        if (int rc = check_not_null(fn, size, "size")) return rc;
+        auto write = [&](Writer& w) {
+            w.put(kMagic);
+            w.put(kVersion);
+            w.put(std::int32_t(cache->num_layers));
+            w.put(std::int32_t(cache->num_heads));
+            w.put(std::int32_t(cache->max_seq_len));
+            w.put(std::int32_t(cache->ring));
+            w.put(std::int64_t(cache->evicted));
+            for (const fa_tq_layer& lay : cache->layers) {
+                w.put(std::int64_t(lay.query_count));
+                w.put_vector(lay.query_sum_sq);
+                write_stream(w, cache, lay, lay.keys);
+                write_stream(w, cache, lay, lay.values);
+            }
+        };
+        Writer count(nullptr);
+        write(count);
+        *size = count.size();
+        if (out == nullptr) return FA_TQ_OK;
+        if (capacity < count.size())
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": the buffer holds " + std::to_string(capacity) +
+                                                       " bytes, the cache needs " + std::to_string(count.size()));
+        Writer w(static_cast<std::uint8_t*>(out));
+        write(w);
+        return FA_TQ_OK;
+    });
+}
+
+int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
+    constexpr const char* fn = "fa_tq_cache_deserialize";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        if (int rc = check_not_null(fn, data, "data")) return rc;
+        Reader r(static_cast<const std::uint8_t*>(data), size);
+        std::vector<fa_tq_layer> layers = cache->layers;  // filled, then swapped in: all or nothing
+        long evicted = 0;
+        try {
+            if (r.get<std::uint32_t>() != kMagic || r.get<std::uint32_t>() != kVersion)
+                throw Reader::Bad("not a serialized cache of this version");
+            if (r.get<std::int32_t>() != cache->num_layers || r.get<std::int32_t>() != cache->num_heads ||
+                r.get<std::int32_t>() != cache->max_seq_len || r.get<std::int32_t>() != int(cache->ring))
+                throw Reader::Bad("the cache has another shape (layers, heads, max_seq_len or ring)");
+            evicted = long(r.get<std::int64_t>());
+            for (std::size_t l = 0; l < layers.size(); ++l) {
+                fa_tq_layer& lay = layers[l];
+                lay.query_count = long(r.get<std::int64_t>());
+                r.get_vector(lay.query_sum_sq, lay.query_sum_sq.size(), "the query statistics");
+                read_stream(r, cache, lay, lay.keys, cache->layers[l].keys);
+                read_stream(r, cache, lay, lay.values, cache->layers[l].values);
+            }
+            if (!r.done()) throw Reader::Bad("bytes left over after the cache");
+        } catch (const Reader::Bad& bad) {
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + bad.why + " (" + std::to_string(size) +
+                                                       " bytes); the cache is unchanged");
+        }
+        cache->layers = layers;  // into the cache's own storage: sizes within what it reserved
+        cache->evicted = evicted;
+        return FA_TQ_OK;
+    });
+}
