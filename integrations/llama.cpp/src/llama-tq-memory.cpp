@@ -46,9 +46,6 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     if (hp.swa_type != LLAMA_SWA_TYPE_NONE && hp.swa_type != LLAMA_SWA_TYPE_STANDARD) {
         refuse("only the standard sliding window is supported");
     }
-    if (cparams.kv_unified && cparams.n_seq_max > 1) {
-        refuse("a unified KV buffer for several sequences is not supported: pass -np N (or --no-kv-unified)");
-    }
     n_layer = int(hp.n_layer());
     n_head = int(hp.n_head(0));
     n_head_kv = int(hp.n_head_kv(0));
@@ -66,6 +63,13 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     }
     n_seq_max = cparams.n_seq_max;
     n_ctx_seq = cparams.n_ctx_seq;
+    if (cparams.kv_unified && n_seq_max > 1) {
+        // No shared pool of cells: each sequence gets an equal share of the context,
+        // as without a unified buffer (llama-server's default -np auto asks for one).
+        n_ctx_seq = cparams.n_ctx / n_seq_max;
+        LLAMA_LOG_WARN("%s: tq KV cache: no unified KV buffer; each of the %u sequences holds up to %u positions\n",
+                       __func__, n_seq_max, n_ctx_seq);
+    }
     n_swa = hp.swa_type == LLAMA_SWA_TYPE_STANDARD ? hp.n_swa : 0;
     has_ring = n_swa > 0 && n_swa < n_ctx_seq;
 
@@ -425,35 +429,84 @@ std::map<ggml_backend_buffer_type_t, size_t> llama_tq_memory::memory_breakdown()
     return {{ggml_backend_cpu_buffer_type(), bytes}};
 }
 
-// The state of an empty memory is a header; of any position held, not supported
-// (the compressed streams have no serialized form yet): a clear error that llama.cpp's
-// state functions catch and report.
+// The state: a header, then per sequence its id, first and last position, and each
+// of its caches as fa_tq_cache_serialize writes it (machine-local, as llama.cpp's
+// own state is).
 constexpr uint32_t k_state_magic = 0x564b5154;  // "TQKV"
+constexpr uint32_t k_state_version = 1;
 
 void llama_tq_memory::state_write(llama_io_write_i & io, llama_seq_id seq_id, llama_state_seq_flags flags) const {
-    GGML_UNUSED(flags);
+    GGML_UNUSED(flags);  // the sliding-window part alone (PARTIAL_ONLY) is written whole, like the rest
+    std::vector<uint32_t> chosen;
     for (uint32_t s = 0; s < n_seq_max; ++s) {
         if ((seq_id < 0 || llama_seq_id(s) == seq_id) && seqs[s].pos_max >= 0) {
-            refuse("saving the state of a sequence (sessions, the server's prompt cache) is not supported: "
-                   "docs/llama.cpp.md");
+            chosen.push_back(s);
         }
     }
-    const uint32_t header[2] = {k_state_magic, 0};  // no sequence held
+    const uint32_t header[3] = {k_state_magic, k_state_version, uint32_t(chosen.size())};
     io.write(header, sizeof(header));
+    std::vector<uint8_t> bytes;
+    for (uint32_t s : chosen) {
+        const int32_t ids[3] = {int32_t(s), seqs[s].pos_base, seqs[s].pos_max};
+        io.write(ids, sizeof(ids));
+        for (const fa_tq_cache * c : {seqs[s].full.get(), seqs[s].swa.get()}) {
+            uint64_t size = 0;
+            if (c != nullptr) {
+                size_t n = 0;
+                if (fa_tq_cache_serialize(c, nullptr, 0, &n) != FA_TQ_OK) {
+                    refuse(fa_tq_last_error());
+                }
+                bytes.resize(n);
+                if (fa_tq_cache_serialize(c, bytes.data(), n, &n) != FA_TQ_OK) {
+                    refuse(fa_tq_last_error());
+                }
+                size = n;
+            }
+            io.write(&size, sizeof(size));
+            io.write(bytes.data(), size_t(size));
+        }
+    }
 }
 
 void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llama_state_seq_flags flags) {
     GGML_UNUSED(flags);
-    uint32_t header[2] = {0, 0};
+    uint32_t header[3] = {0, 0, 0};
     io.read(header, sizeof(header));
-    if (header[0] != k_state_magic || header[1] != 0) {
-        refuse("this state was not saved by an empty tq KV cache; loading sequences is not supported: "
-               "docs/llama.cpp.md");
+    if (header[0] != k_state_magic || header[1] != k_state_version) {
+        refuse("the state was not written by this version of the tq KV cache");
+    }
+    if (seq_id >= 0 ? header[2] > 1 : header[2] > n_seq_max) {
+        refuse("the state holds " + std::to_string(header[2]) + " sequences, more than this context takes");
     }
     if (seq_id < 0) {
         clear(true);
     } else {
         seq_rm(seq_id, -1, -1);
+    }
+    std::vector<uint8_t> bytes;
+    for (uint32_t i = 0; i < header[2]; ++i) {
+        int32_t ids[3] = {0, 0, 0};
+        io.read(ids, sizeof(ids));
+        const llama_seq_id dst = seq_id >= 0 ? seq_id : ids[0];
+        if (dst < 0 || uint32_t(dst) >= n_seq_max || ids[1] < 0 || ids[2] < ids[1]) {
+            refuse("the state's sequence " + std::to_string(ids[0]) + " does not fit this context");
+        }
+        sequence & s = seqs[dst];
+        for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
+            uint64_t size = 0;
+            io.read(&size, sizeof(size));
+            if ((c == nullptr) != (size == 0)) {
+                refuse("the state's caches do not match this context's layers");
+            }
+            bytes.resize(size_t(size));
+            io.read(bytes.data(), bytes.size());
+            if (c != nullptr && fa_tq_cache_deserialize(c, bytes.data(), bytes.size()) != FA_TQ_OK) {
+                reset(s);
+                refuse(fa_tq_last_error());
+            }
+        }
+        s.pos_base = ids[1];
+        s.pos_max = ids[2];
     }
 }
 

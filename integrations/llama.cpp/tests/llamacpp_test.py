@@ -13,6 +13,9 @@
       reused: seq_rm of the tail) gives what a fresh server gives.
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve: one clear line and a non-zero exit.
+  llamacpp_test.py table     --bin DIR --model GGUF --text FILE --configs K/V,... [--chunks N] [--ctx N]
+      docs/llama.cpp.md's quality table: per cache config, llama.cpp's KV bytes and its
+      mean KL, perplexity and same-top-token share against the f16 cache.
 """
 import argparse
 import json
@@ -77,6 +80,28 @@ def check_kl(args):
         fail(f"tq4/tq4's mean KL {kl['tq4']} is not below q4_0's {kl['q4_0']}")
 
 
+def stat(log, name):
+    m = re.search(name + r" *: +([0-9.eE+-]+)", log)
+    return float(m.group(1)) if m else float("nan")
+
+
+def table(args):
+    print(f"| cache K/V | KV MiB (llama.cpp) | mean KL | PPL | PPL vs f16 | same top token |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "f16.kld"
+        log = perplexity(args, "f16", "f16", ["--kl-divergence-base", base])
+        m = re.search(r"Final estimate: PPL = ([0-9.]+)", log)
+        ppl16 = float(m.group(1)) if m else float("nan")
+        print(f"| f16/f16 | {kv_bytes(log):.2f} | 0 | {ppl16:.4f} | | 100% |", flush=True)
+        for config in args.configs.split(","):
+            k, v = config.split("/")
+            log = perplexity(args, k, v, ["--kl-divergence-base", base, "--kl-divergence"])
+            ppl = stat(log, r"Mean PPL\(Q\)")
+            print(f"| {k}/{v} | {kv_bytes(log):.2f} | {stat(log, 'Mean +KLD'):.5f} | {ppl:.4f} | "
+                  f"{100 * (ppl / ppl16 - 1):+.2f}% | {stat(log, 'Same top p'):.2f}% |", flush=True)
+
+
 # --- llama-server ---------------------------------------------------------------------
 
 class Server:
@@ -86,7 +111,7 @@ class Server:
             self.port = s.getsockname()[1]
         self.log = tempfile.TemporaryFile(mode="w+")
         cmd = [Path(args.bin) / "llama-server", "-m", args.model, "--host", "127.0.0.1", "--port", self.port,
-               "-t", THREADS, "-c", "2048", "-ctk", cache, "-ctv", cache, "--cache-ram", "0", *extra]
+               "-t", THREADS, "-c", "2048", "-ctk", cache, "-ctv", cache, *extra]
         self.proc = subprocess.Popen([str(c) for c in cmd], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -161,7 +186,7 @@ def check_generate(args):
         got = tq.complete(PROMPT, 32)
     same_or_near_tie(want, got, "tq8/tq8 against f16, 32 greedy tokens")
     cmd = [Path(args.bin) / "llama-cli", "-m", args.model, "-p", "Hello", "-n", "8", "--temp", "0", "-st",
-           "-t", THREADS, "-ctk", "tq4", "-ctv", "tq4"]
+           "-t", THREADS, "-ctk", "tq4", "-ctv", "tq4", "-lv", "4"]
     r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     if r.returncode != 0 or "llama_tq_memory" not in r.stdout + r.stderr:
         fail(f"llama-cli with tq4/tq4 exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
@@ -208,9 +233,7 @@ def check_refusals(args):
         ([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq4", "-ctv", "tq4", "-fa", "off"],
          "needs flash attention"),
         ([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq9", "-ctv", "tq9"], "Unsupported cache type"),
-        ([b / "llama-server", *m, "-ctk", "tq4", "-ctv", "tq4", "-np", "2", "-kvu", "--port", "0"],
-         "unified KV buffer for several sequences is not supported"),
-        ([b / "llama-bench", "-m", args.model, "-ctk", "tq4", "-ctv", "tq4", "-fa", "0", "-p", "8", "-n", "0"],
+        ([b / "llama-bench", "-m", args.model, "-ctk", "tq4", "-ctv", "tq4", "-fa", "0", "-p", "8", "-n", "0", "-v"],
          "needs flash attention"),
     ]
     for cmd, line in cases:
@@ -223,14 +246,16 @@ def check_refusals(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kl", "generate", "server", "refusals"])
+    p.add_argument("what", choices=["kl", "generate", "server", "refusals", "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
     p.add_argument("--chunks", default="3")
     p.add_argument("--ctx", default="512")
+    p.add_argument("--configs", default="q8_0/q8_0,tq8/tq8,q4_0/q4_0,tq4/tq4")
     args = p.parse_args()
-    {"kl": check_kl, "generate": check_generate, "server": check_server, "refusals": check_refusals}[args.what](args)
+    {"kl": check_kl, "generate": check_generate, "server": check_server, "refusals": check_refusals,
+     "table": table}[args.what](args)
     print("PASS")
 
 
