@@ -222,7 +222,8 @@ void llama_tq_memory::attend(const llama_tq_layer_op & op, ggml_tensor * dst, in
         team.help();
         return;
     }
-    team.lead(nth, [&] {
+    GGML_UNUSED(nth);
+    team.lead([&] {
         for (const run & r : runs) {
             attend_run(op, r, dst->src[0], dst->src[1], dst->src[2], dst);
         }

@@ -55,29 +55,25 @@ void llama_tq_team::parallel_for(void * ctx, int n_tasks, void (*task)(void *, i
 }
 
 void llama_tq_team::help() {
-    const uint64_t entry = node.load(std::memory_order_acquire);
-    arrived.fetch_add(1, std::memory_order_acq_rel);
-    uint32_t seen = 0;
-    backoff b;
-    while (node.load(std::memory_order_acquire) == entry) {
-        const uint32_t gen = published.load(std::memory_order_acquire);
-        if (gen != seen) {
-            seen = gen;
-            run_tasks(gen);
-            b = backoff{};
-        } else {
-            b.pause();
+    // What this thread saw of `closed` when it last left a node of this team.
+    thread_local uint64_t last_team = 0;
+    thread_local uint64_t last_closed = 0;
+    const uint64_t entry = closed.load(std::memory_order_acquire);
+    if (last_team == id && entry == last_closed) {
+        uint32_t seen = published.load(std::memory_order_acquire);
+        run_tasks(seen);  // a job posted before this thread arrived (a finished one yields nothing)
+        backoff b;
+        while (closed.load(std::memory_order_acquire) == entry) {
+            const uint32_t gen = published.load(std::memory_order_acquire);
+            if (gen != seen) {
+                seen = gen;
+                run_tasks(gen);
+                b = backoff{};
+            } else {
+                b.pause();
+            }
         }
     }
-}
-
-void llama_tq_team::close(int nth) {
-    // Every helper of this node must have read `node` before it moves on, or a late
-    // one would wait for the next node's close with the wrong entry value.
-    backoff b;
-    while (arrived.load(std::memory_order_acquire) < nth - 1) {
-        b.pause();
-    }
-    arrived.store(0, std::memory_order_relaxed);
-    node.fetch_add(1, std::memory_order_acq_rel);
+    last_team = id;
+    last_closed = closed.load(std::memory_order_acquire);
 }
