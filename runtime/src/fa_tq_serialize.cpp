@@ -49,12 +49,12 @@ public:
     }
     // A vector whose size must equal `want` (the cache's own).
     template <typename T> void get_vector(std::vector<T>& v, std::size_t want, const char* what) {
-        if (get<std::uint64_t>() != want) throw Bad(std::string(what) + " has another size than this cache's");
+        if (get<std::uint64_t>() != want) throw Bad{std::string(what) + " has another size than this cache's"};
         v.resize(want);
         bytes(v.data(), want * sizeof(T));
     }
     void bytes(void* p, std::size_t n) {
-        if (n > size_ - at_) throw Bad("truncated");
+        if (n > size_ - at_) throw Bad{"truncated"};
         if (n > 0) std::memcpy(p, data_ + at_, n);
         at_ += n;
     }
@@ -109,7 +109,7 @@ void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_
     s.first_block = long(r.get<std::int64_t>());
     s.blocks = long(r.get<std::int64_t>());
     if (s.length < 0 || (!c->ring && s.length > c->max_seq_len) || s.count < 0 || s.blocks < 0 || s.first_block < 0)
-        throw Reader::Bad("a stream's length or block counts are out of range");
+        throw Reader::Bad{"a stream's length or block counts are out of range"};
     r.get_vector(s.sum, s.sum.size(), "a running sum");
     r.get_vector(s.sum_sq, s.sum_sq.size(), "a running sum of squares");
     // Block records grow with the positions: any size that is whole blocks of heads x d.
@@ -119,7 +119,7 @@ void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_
         const bool used = v == &s.means ? s.centered : s.smoothed;
         const std::size_t capacity = v == &s.means ? reserved.means.capacity() : reserved.smooth.capacity();
         if (n % block != 0 || n / block != (used ? std::size_t(s.blocks) : 0) || n > capacity)
-            throw Reader::Bad("a stream's block records do not match its block count");
+            throw Reader::Bad{"a stream's block records do not match its block count"};
         v->resize(n);
         r.bytes(v->data(), n * sizeof(std::uint16_t));
     }
@@ -178,10 +178,10 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
         long evicted = 0;
         try {
             if (r.get<std::uint32_t>() != kMagic || r.get<std::uint32_t>() != kVersion)
-                throw Reader::Bad("not a serialized cache of this version");
+                throw Reader::Bad{"not a serialized cache of this version"};
             if (r.get<std::int32_t>() != cache->num_layers || r.get<std::int32_t>() != cache->num_heads ||
                 r.get<std::int32_t>() != cache->max_seq_len || r.get<std::int32_t>() != int(cache->ring))
-                throw Reader::Bad("the cache has another shape (layers, heads, max_seq_len or ring)");
+                throw Reader::Bad{"the cache has another shape (layers, heads, max_seq_len or ring)"};
             evicted = long(r.get<std::int64_t>());
             for (std::size_t l = 0; l < layers.size(); ++l) {
                 fa_tq_layer& lay = layers[l];
@@ -190,7 +190,7 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
                 read_stream(r, cache, lay, lay.keys, cache->layers[l].keys);
                 read_stream(r, cache, lay, lay.values, cache->layers[l].values);
             }
-            if (!r.done()) throw Reader::Bad("bytes left over after the cache");
+            if (!r.done()) throw Reader::Bad{"bytes left over after the cache"};
         } catch (const Reader::Bad& bad) {
             return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + bad.why + " (" + std::to_string(size) +
                                                        " bytes); the cache is unchanged");
