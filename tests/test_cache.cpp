@@ -107,7 +107,7 @@ TEST_CASE("cache: a copy continues exactly as its source, and other shapes or qu
 TEST_CASE("cache: a deserialized cache continues exactly as the serialized one; bad bytes change nothing") {
     const int d = tq::test::main_head_dim(), L = 2, H = 2, n = 45, max_seq = 32;
     const auto& v = tq::variants().back();
-    const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)}, 7);
+    const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)}, 7), seed_8(d, {tq::rate(v), tq::rate(v)}, 8);
     for (auto mode : {KVCache::Mode::linear, KVCache::Mode::ring}) {
         CAPTURE(int(mode));
         const int written = mode == KVCache::Mode::ring ? n : max_seq - 4;  // the ring wraps
@@ -133,8 +133,9 @@ TEST_CASE("cache: a deserialized cache continues exactly as the serialized one; 
         std::vector<std::uint8_t> longer = bytes;
         longer.push_back(0);
         CHECK_THROWS_AS(dst.deserialize(longer), tq::Error);
-        KVCache other_shape(quant, L, H, max_seq + 1, mode);
+        KVCache other_shape(quant, L, H, max_seq + 1, mode), other_seed(seed_8, L, H, max_seq, mode);
         CHECK_THROWS_AS(other_shape.deserialize(bytes), tq::Error);
+        CHECK_THROWS_AS(other_seed.deserialize(bytes), tq::Error);  // same sizes, other codes
         CHECK(dst.serialize() == before);
         dst.deserialize(bytes);
         CHECK(dst.serialize() == bytes);

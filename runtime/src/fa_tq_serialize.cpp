@@ -7,7 +7,9 @@
 #include "fa_tq_internal.hpp"
 #include "last_error.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -68,6 +70,20 @@ private:
     std::size_t size_, at_ = 0;
 };
 
+// What a layer was made for (fa_tq_init's head dim, rates, scale, seed and levers):
+// a buffer from another quantizer has the same sizes but means other codes.
+struct Quantizer {
+    std::int32_t head_dim, key_eighths, value_eighths, scale_kind;
+    std::uint64_t seed;
+    std::int32_t f16_scales, center_keys, center_values, smooth_keys, center_block, sinks;
+    bool operator==(const Quantizer&) const = default;
+};
+Quantizer quantizer(const fa_tq_layer& lay) {
+    const fa_tq_levers& lv = lay.levers;
+    return {lay.head_dim, lay.key_eighths, lay.value_eighths, lay.scale_kind, lay.seed, lv.f16_scales,
+            lv.center_keys, lv.center_values, lv.smooth_keys, lv.center_block, lv.sinks};
+}
+
 // Slots that hold positions: the first min(length, max_seq_len) of each head's stream.
 std::size_t held_slots(const fa_tq_cache* c, const fa_tq_stream& s) {
     return std::size_t(std::min(s.length, c->max_seq_len));
@@ -127,6 +143,10 @@ void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_
     s.scale_bound = r.get<double>();
     s.extra_bound = r.get<double>();
     s.smooth_bound = r.get<double>();
+    // attention's range check trusts these: finite, and no smaller than a fresh cache's
+    if (!(std::isfinite(s.scale_bound) && std::isfinite(s.extra_bound) && std::isfinite(s.smooth_bound) &&
+          s.scale_bound >= 0 && s.extra_bound >= 0 && s.smooth_bound >= 1))
+        throw Reader::Bad{"a stream's bounds are not finite"};
     slots(r, c, lay, s);
 }
 
@@ -149,6 +169,7 @@ int fa_tq_cache_serialize(const fa_tq_cache* cache, void* out, size_t capacity, 
             w.put(std::int32_t(cache->ring));
             w.put(std::int64_t(cache->evicted));
             for (const fa_tq_layer& lay : cache->layers) {
+                w.put(quantizer(lay));
                 w.put(std::int64_t(lay.query_count));
                 w.put_vector(lay.query_sum_sq);
                 write_stream(w, cache, lay, lay.keys);
@@ -183,8 +204,11 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
                 r.get<std::int32_t>() != cache->max_seq_len || r.get<std::int32_t>() != int(cache->ring))
                 throw Reader::Bad{"the cache has another shape (layers, heads, max_seq_len or ring)"};
             evicted = long(r.get<std::int64_t>());
+            if (evicted < 0 || evicted > std::numeric_limits<int>::max() || (cache->ring && evicted != 0))
+                throw Reader::Bad{"the evicted count is out of range"};
             for (std::size_t l = 0; l < layers.size(); ++l) {
                 fa_tq_layer& lay = layers[l];
+                if (r.get<Quantizer>() != quantizer(lay)) throw Reader::Bad{"a layer has another quantizer"};
                 lay.query_count = long(r.get<std::int64_t>());
                 r.get_vector(lay.query_sum_sq, lay.query_sum_sq.size(), "the query statistics");
                 read_stream(r, cache, lay, lay.keys, cache->layers[l].keys);

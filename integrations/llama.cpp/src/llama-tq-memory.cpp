@@ -196,6 +196,11 @@ bool llama_tq_memory_context::apply() {
 
 void llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
     runs.clear();
+    team.next_compute();
+    {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        error.clear();  // a compute aborted before its status was taken
+    }
     for (uint32_t i = 0; i < ub.n_tokens; ++i) {
         const llama_seq_id s = ub.seq_id[i][0];
         const llama_pos p = ub.pos[i];
@@ -218,12 +223,12 @@ void llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
 // --- attention -----------------------------------------------------------------
 
 void llama_tq_memory::attend(const llama_tq_layer_op & op, ggml_tensor * dst, int ith, int nth) {
+    GGML_UNUSED(nth);
     if (ith != 0) {
-        team.help();
+        team.help(op.il);
         return;
     }
-    GGML_UNUSED(nth);
-    team.lead([&] {
+    team.lead(op.il, [&] {
         for (const run & r : runs) {
             attend_run(op, r, dst->src[0], dst->src[1], dst->src[2], dst);
         }
@@ -319,7 +324,7 @@ bool llama_tq_memory::seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) {
     }
     auto remove = [&](llama_seq_id id) {
         sequence & s = seqs[id];
-        if (s.pos_max < 0 || p0 > s.pos_max || p1 <= seq_pos_min(id) || p0 >= p1) {
+        if (s.pos_max < 0 || p0 > s.pos_max || p1 <= s.pos_base || p0 >= p1) {
             return true;  // nothing held in [p0, p1)
         }
         if (p0 <= s.pos_base && p1 > s.pos_max) {
@@ -327,7 +332,11 @@ bool llama_tq_memory::seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) {
             return true;
         }
         if (has_ring) {
-            return false;  // a ring cannot give back the positions that the removed ones overwrote
+            // A ring cannot give back the positions that the removed ones overwrote, and
+            // a rolled-back ubatch may have reached only some layers: the sequence is
+            // emptied (llama.cpp's callers then decode it again) and the call fails.
+            reset(s);
+            return false;
         }
         if (p1 > s.pos_max) {  // a tail: later writes overwrite it
             s.pos_max = p0 - 1;
@@ -357,7 +366,7 @@ void llama_tq_memory::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, l
         return;
     }
     sequence &from = seqs[src], &to = seqs[dst];
-    const bool whole = (p0 < 0 || p0 <= seq_pos_min(src)) && (p1 < 0 || p1 > from.pos_max);
+    const bool whole = (p0 < 0 || p0 <= from.pos_base) && (p1 < 0 || p1 > from.pos_max);
     if (!whole) {
         LLAMA_LOG_ERROR("%s: tq KV cache: copying part of a sequence is not supported; sequence %d left as it was\n",
                         __func__, dst);
@@ -484,12 +493,26 @@ void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llam
     } else {
         seq_rm(seq_id, -1, -1);
     }
+    try {
+        read_sequences(io, seq_id, header[2]);
+    } catch (...) {  // no sequence left half-restored
+        if (seq_id < 0) {
+            clear(true);
+        } else {
+            seq_rm(seq_id, -1, -1);
+        }
+        throw;
+    }
+}
+
+void llama_tq_memory::read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count) {
     std::vector<uint8_t> bytes;
-    for (uint32_t i = 0; i < header[2]; ++i) {
+    for (uint32_t i = 0; i < count; ++i) {
         int32_t ids[3] = {0, 0, 0};
         io.read(ids, sizeof(ids));
         const llama_seq_id dst = seq_id >= 0 ? seq_id : ids[0];
-        if (dst < 0 || uint32_t(dst) >= n_seq_max || ids[1] < 0 || ids[2] < ids[1]) {
+        if (dst < 0 || uint32_t(dst) >= n_seq_max || ids[1] < 0 || ids[2] < ids[1] ||
+            int64_t(ids[2]) - ids[1] >= int64_t(n_ctx_seq)) {
             refuse("the state's sequence " + std::to_string(ids[0]) + " does not fit this context");
         }
         sequence & s = seqs[dst];
@@ -502,12 +525,15 @@ void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llam
             bytes.resize(size_t(size));
             io.read(bytes.data(), bytes.size());
             if (c != nullptr && fa_tq_cache_deserialize(c, bytes.data(), bytes.size()) != FA_TQ_OK) {
-                reset(s);
                 refuse(fa_tq_last_error());
             }
         }
         s.pos_base = ids[1];
         s.pos_max = ids[2];
+        // (a linear cache may hold more: a removed tail stays until overwritten)
+        if (fa_tq_cache_seq_len(s.full ? s.full.get() : s.swa.get()) < s.pos_max - s.pos_base + 1) {
+            refuse("the state's positions do not match its caches");
+        }
     }
 }
 

@@ -88,6 +88,7 @@ private:
     void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
                     const ggml_tensor * v, ggml_tensor * dst);
     void fail(const std::string & why);
+    void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count);  // state_read's body
 
     int n_layer, n_head, n_head_kv, n_embd_head;
     uint32_t n_seq_max, n_ctx_seq, n_swa;

@@ -54,26 +54,21 @@ void llama_tq_team::parallel_for(void * ctx, int n_tasks, void (*task)(void *, i
     }
 }
 
-void llama_tq_team::help() {
-    // What this thread saw of `closed` when it last left a node of this team.
-    thread_local uint64_t last_team = 0;
-    thread_local uint64_t last_closed = 0;
-    const uint64_t entry = closed.load(std::memory_order_acquire);
-    if (last_team == id && entry == last_closed) {
-        uint32_t seen = published.load(std::memory_order_acquire);
-        run_tasks(seen);  // a job posted before this thread arrived (a finished one yields nothing)
-        backoff b;
-        while (closed.load(std::memory_order_acquire) == entry) {
-            const uint32_t gen = published.load(std::memory_order_acquire);
-            if (gen != seen) {
-                seen = gen;
-                run_tasks(gen);
-                b = backoff{};
-            } else {
-                b.pause();
-            }
+void llama_tq_team::help(int il) {
+    // ggml's barrier keeps every thread in this node until all leave it, so thread 0
+    // has closed either this node (closed == key) or an earlier one.
+    const uint64_t mine = key(il);
+    uint32_t seen = published.load(std::memory_order_acquire);
+    run_tasks(seen);  // a job posted before this thread arrived (a finished one yields nothing)
+    backoff b;
+    while (closed.load(std::memory_order_acquire) != mine) {
+        const uint32_t gen = published.load(std::memory_order_acquire);
+        if (gen != seen) {
+            seen = gen;
+            run_tasks(gen);
+            b = backoff{};
+        } else {
+            b.pause();
         }
     }
-    last_team = id;
-    last_closed = closed.load(std::memory_order_acquire);
 }

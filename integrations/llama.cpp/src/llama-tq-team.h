@@ -7,7 +7,7 @@
 // thread 0 takes them too, so a job finishes even if no helper ever arrives.  No
 // second pool, no oversubscription, and the cache's bytes do not depend on nth
 // (the library's split depends on the positions only).  Thread 0 never waits for a
-// helper to arrive: a helper that comes late, or cannot tell, just leaves.
+// helper to arrive: a helper that comes after thread 0 closed the node just leaves.
 #pragma once
 
 #include <atomic>
@@ -18,24 +18,30 @@ public:
     // fa_tq_parallel_for (turboquant.h): ctx is the team.
     static void parallel_for(void * ctx, int n_tasks, void (*task)(void *, int), void * task_arg);
 
-    // Thread 0 of a node: run `body` (which may call parallel_for), then close the node.
-    template <typename F> void lead(F && body) {
+    // Before each graph compute (the memory's apply, on the calling thread): a new
+    // epoch, so that (epoch, layer) names each op node of the compute exactly.
+    void next_compute() { epoch.fetch_add(1, std::memory_order_relaxed); }
+
+    // Thread 0 of layer il's node: run `body` (which may call parallel_for), then
+    // close the node, even if body throws.
+    template <typename F> void lead(int il, F && body) {
+        struct closer {
+            llama_tq_team * team;
+            uint64_t key;
+            ~closer() { team->closed.store(key, std::memory_order_release); }
+        } close{this, key(il)};
         body();
-        closed.fetch_add(1, std::memory_order_acq_rel);
     }
-    // Threads 1 .. nth-1 of the node: take tasks until thread 0 closes it.
-    void help();
+    // Threads 1 .. nth-1 of layer il's node: take tasks until thread 0 closes it (at
+    // once if it already has).
+    void help(int il);
 
 private:
     void run_tasks(uint32_t gen);  // takes indices of job `gen` until none is left
+    uint64_t key(int il) const { return epoch.load(std::memory_order_relaxed) << 16 | uint64_t(il); }
 
-    // Nodes thread 0 has closed.  A helper that last saw `closed` equal r when it left
-    // its previous node, and sees r again on entering this one, knows thread 0 has not
-    // closed this one (ggml's barrier keeps thread 0 from going further); any other
-    // value, and it leaves at once (it missed nodes, or thread 0 is done).
-    std::atomic<uint64_t> closed{0};
-    const uint64_t id = next_id.fetch_add(1);  // which team a helper's record is of (addresses recur)
-    static inline std::atomic<uint64_t> next_id{1};
+    std::atomic<uint64_t> epoch{0};
+    std::atomic<uint64_t> closed{~uint64_t(0)};  // the key of the node thread 0 closed last
     // The current job: its generation, task count and next index in one word, so that
     // a late helper can never take an index of a newer job for an older one's task
     // (the task and its argument are written only once every index of the previous
