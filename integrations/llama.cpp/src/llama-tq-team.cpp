@@ -4,13 +4,23 @@
 
 namespace {
 
-// Spin briefly, then yield: the waits are short (one library call's tasks).
+// Spin, then yield: the waits are short (one library call's tasks), and a yield can
+// hand the core to another process for a whole time slice.
 struct backoff {
     int n = 0;
     void pause() {
-        if (++n > 64) {
+        if (++n > (1 << 14)) {
             std::this_thread::yield();
+        } else {
+            cpu_relax();
         }
+    }
+    static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        asm volatile("yield");
+#endif
     }
 };
 
