@@ -23,6 +23,8 @@ namespace {
 
 // The rotation's seed: fixed, so that a cache type means one quantizer everywhere.
 constexpr uint64_t k_seed = 0;
+// Decode steps over fewer positions than this run their attention on thread 0 alone.
+constexpr llama_pos k_serial_positions = 1024;
 
 }  // namespace
 
@@ -228,7 +230,12 @@ void llama_tq_memory::attend(const llama_tq_layer_op & op, ggml_tensor * dst, in
         team.help(op.il);
         return;
     }
-    team.lead(op.il, [&] {
+    // Decode over a short history: the library's tasks (one per KV head) take less than
+    // handing them to another core does (measured: docs/llama.cpp.md).
+    const bool serial = std::all_of(runs.begin(), runs.end(), [&](const run & r) {
+        return r.tokens.size() == 1 && r.pos - seqs[r.seq].pos_base < k_serial_positions;
+    });
+    team.lead(op.il, serial, [&] {
         for (const run & r : runs) {
             attend_run(op, r, dst->src[0], dst->src[1], dst->src[2], dst);
         }

@@ -44,7 +44,7 @@ void llama_tq_team::run_tasks(uint32_t gen) {
 
 void llama_tq_team::parallel_for(void * ctx, int n_tasks, void (*task)(void *, int), void * task_arg) {
     auto * team = static_cast<llama_tq_team *>(ctx);
-    if (n_tasks >= (1 << k_index_bits)) {  // more than a ticket counts: run inline
+    if (team->serial_tasks || n_tasks >= (1 << k_index_bits)) {  // inline (or more than a ticket counts)
         for (int i = 0; i < n_tasks; ++i) {
             task(task_arg, i);
         }

@@ -23,13 +23,15 @@ public:
     void next_compute() { epoch.fetch_add(1, std::memory_order_relaxed); }
 
     // Thread 0 of layer il's node: run `body` (which may call parallel_for), then
-    // close the node, even if body throws.
-    template <typename F> void lead(int il, F && body) {
+    // close the node, even if body throws.  serial: body's tasks run on thread 0 alone
+    // (tasks too small to be worth handing to another core).
+    template <typename F> void lead(int il, bool serial, F && body) {
         struct closer {
             llama_tq_team * team;
             uint64_t key;
             ~closer() { team->closed.store(key, std::memory_order_release); }
         } close{this, key(il)};
+        serial_tasks = serial;
         body();
     }
     // Threads 1 .. nth-1 of layer il's node: take tasks until thread 0 closes it (at
@@ -40,6 +42,7 @@ private:
     void run_tasks(uint32_t gen);  // takes indices of job `gen` until none is left
     uint64_t key(int il) const { return epoch.load(std::memory_order_relaxed) << 16 | uint64_t(il); }
 
+    bool serial_tasks = false;  // thread 0's own: parallel_for runs inline
     std::atomic<uint64_t> epoch{0};
     std::atomic<uint64_t> closed{~uint64_t(0)};  // the key of the node thread 0 closed last
     // The current job: its generation, task count and next index in one word, so that
