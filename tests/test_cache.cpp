@@ -104,7 +104,7 @@ TEST_CASE("cache: a copy continues exactly as its source, and other shapes or qu
     }
 }
 
-TEST_CASE("cache: a deserialized cache continues exactly as the serialized one; bad bytes change nothing") {
+TEST_CASE("cache: a deserialized cache continues exactly as the serialized one, and bad bytes change nothing") {
     const int d = tq::test::main_head_dim(), L = 2, H = 2, n = 45, max_seq = 32;
     const auto& v = tq::variants().back();
     const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v)}, 7), seed_8(d, {tq::rate(v), tq::rate(v)}, 8);
