@@ -153,20 +153,24 @@ void register_head_dims(const std::string& isa) {
                 benchmark::DoNotOptimize(code.data());
             }
         });
-        benchmark::RegisterBenchmark((p + "score_k4_cached").c_str(), [k4, d](State& st) {
-            const auto& k = *k4().key;
-            std::vector<float> signs = tq::rotation_signs(d, 1), x(std::size_t(d) * kCachedKeys), q(d);
-            fill(x, 4);
-            fill(q, 3);
-            std::vector<std::uint8_t> codes(kCachedKeys * k.code_bytes);
-            std::vector<float> scales(kCachedKeys), out(kCachedKeys);
-            for (std::size_t t = 0; t < kCachedKeys; ++t)
-                k.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * k.code_bytes], &scales[t]);
-            for (auto _ : st) {
-                k.score(q.data(), 1, codes.data(), scales.data(), kCachedKeys, out.data(), kCachedKeys);
-                benchmark::DoNotOptimize(out.data());
-            }
-        });
+        for (bool integer : {false, true}) {
+            const std::string name = p + (integer ? "score_int8_k4_cached" : "score_k4_cached");
+            benchmark::RegisterBenchmark(name.c_str(), [k4, d, integer](State& st) {
+                const auto& k = *k4().key;
+                const tq_score_fn score = integer ? k.score_int : k.score;
+                std::vector<float> signs = tq::rotation_signs(d, 1), x(std::size_t(d) * kCachedKeys), q(d);
+                fill(x, 4);
+                fill(q, 3);
+                std::vector<std::uint8_t> codes(kCachedKeys * k.code_bytes);
+                std::vector<float> scales(kCachedKeys), out(kCachedKeys);
+                for (std::size_t t = 0; t < kCachedKeys; ++t)
+                    k.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * k.code_bytes], &scales[t]);
+                for (auto _ : st) {
+                    score(q.data(), 1, codes.data(), scales.data(), kCachedKeys, out.data(), kCachedKeys);
+                    benchmark::DoNotOptimize(out.data());
+                }
+            });
+        }
     }
 }
 
@@ -201,20 +205,24 @@ void register_isa(const std::string& isa) {
             benchmark::DoNotOptimize(code.data());
         }
     });
-    // 3. score K4: 8M keys from DRAM against a streaming read of the same bytes; 4096 cached keys against FP32 dots
-    for (std::size_t n : {kDramKeys, kCachedKeys}) {
-        const std::string tag = n == kDramKeys ? "score_k4_dram/" : "score_k4_cached/";
-        benchmark::RegisterBenchmark((p + tag + "tq").c_str(), [isa, n](State& st) {
-            const auto& k = *kernels(isa, 4, 4).key;
-            const PackedKeys& keys = packed_keys(isa, n);
-            std::vector<float> out(n);
-            for (auto _ : st) {
-                k.score(vectors().q.data(), 1, keys.codes.data(), keys.scales.data(), n, out.data(), n);
-                benchmark::DoNotOptimize(out.data());
-            }
-            st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(keys.codes.size() + 4 * n));
-        });
-    }
+    // 3. score K4 (float "tq" and integer "int8" paths): 8M keys from DRAM against a
+    // streaming read of the same bytes; 4096 cached keys against FP32 dots
+    for (std::size_t n : {kDramKeys, kCachedKeys})
+        for (bool integer : {false, true}) {
+            const std::string tag = std::string(n == kDramKeys ? "score_k4_dram/" : "score_k4_cached/") +
+                                    (integer ? "int8" : "tq");
+            benchmark::RegisterBenchmark((p + tag).c_str(), [isa, n, integer](State& st) {
+                const auto& k = *kernels(isa, 4, 4).key;
+                const tq_score_fn score = integer ? k.score_int : k.score;
+                const PackedKeys& keys = packed_keys(isa, n);
+                std::vector<float> out(n);
+                for (auto _ : st) {
+                    score(vectors().q.data(), 1, keys.codes.data(), keys.scales.data(), n, out.data(), n);
+                    benchmark::DoNotOptimize(out.data());
+                }
+                st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(keys.codes.size() + 4 * n));
+            });
+        }
     benchmark::RegisterBenchmark((p + "score_k4_dram/stream").c_str(), [isa, &base](State& st) {
         const PackedKeys& keys = packed_keys(isa, kDramKeys);
         static std::vector<float> same_bytes;  // as many bytes as codes + scales
@@ -281,8 +289,14 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
         const double dram = get(p + "score_k4_dram/tq"), stream = get(p + "score_k4_dram/stream");
         row("3a score K4 8M keys, bandwidth vs stream (GB/s)", bytes / dram, bytes / stream, stream / dram, "", 0.7,
             true);
+        const double dram_int = get(p + "score_k4_dram/int8");
+        row("3a score K4 int8 8M keys, vs stream (GB/s)", bytes / dram_int, bytes / stream, stream / dram_int, "", 0.7,
+            true);
         const double cached = get(p + "score_k4_cached/tq"), dots = get(p + "score_k4_cached/fp32");
         row("3b score K4 4096 keys vs FP32 dots (us)", cached / 1e3, dots / 1e3, dots / cached, "us", 3, true);
+        const double cached_int = get(p + "score_k4_cached/int8");
+        row("3b score K4 int8 4096 keys vs FP32 dots (us)", cached_int / 1e3, dots / 1e3, dots / cached_int, "us", 3,
+            true);
         for (int seq : kSeqs) {
             const std::string tag = p + "attention_" + std::to_string(seq) + "/";
             const std::string figure = "4 decode attention K4/V2 16 heads, " + std::to_string(seq) + " (us)";
@@ -290,15 +304,16 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
             row(figure.c_str(), t / 1e3, f / 1e3, f / t, "us", seq == 32768 ? 5 : 1, true);
         }
     }
-    std::printf("\nPer head dim, K4 (ns; per coordinate in brackets)\n%-7s %8s %20s %20s %24s\n", "ISA", "head_dim",
-                "rotate", "encode", "score per key (cached)");
+    std::printf("\nPer head dim, K4 (ns; per coordinate in brackets)\n%-7s %8s %20s %20s %24s %24s\n", "ISA", "head_dim",
+                "rotate", "encode", "score per key (cached)", "int8 score per key");
     for (const auto& isa : isas)
         for (int d : k4_head_dims()) {
             const std::string p = isa + "/d" + std::to_string(d) + "/";
             const double rot = get(p + "rotate"), enc = get(p + "encode_k4"), sc = get(p + "score_k4_cached") / kCachedKeys;
+            const double si = get(p + "score_int8_k4_cached") / kCachedKeys;
             if (std::isnan(rot)) continue;
-            std::printf("%-7s %8d %10.1f [%6.3f] %10.1f [%6.3f] %14.2f [%6.3f]\n", isa.c_str(), d, rot, rot / d, enc,
-                        enc / d, sc, sc / d);
+            std::printf("%-7s %8d %10.1f [%6.3f] %10.1f [%6.3f] %14.2f [%6.3f] %14.2f [%6.3f]\n", isa.c_str(), d, rot,
+                        rot / d, enc, enc / d, sc, sc / d, si, si / d);
         }
 }
 

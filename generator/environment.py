@@ -9,6 +9,7 @@ import jinja2.meta
 
 import cxx
 import hadamard_cxx
+import int_layout
 from layout import planes, segment_index, segments
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -48,6 +49,8 @@ def make_environment() -> jinja2.Environment:
         segment_index=segment_index,
         simd_pack_stmts=cxx.simd_pack_stmts,
         dword_lanes=cxx.dword_lanes,
+        byte_registers=int_layout.byte_registers,
+        byte_levels_expr=int_layout.byte_levels_expr,
         planes=planes,
         segments=segments,
     )

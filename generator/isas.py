@@ -38,6 +38,9 @@ class Isa:
     # the softmax's, whose code does not need FMA (the runtime has no contraction)
     target: str = ""
     family: str = "simd"  # templates/<family>/
+    # Bytes per B register of runtime/isa/<name>_bytes.hpp, the integer score path's
+    # vocabulary; 0 where the ISA has none yet (its registry rows borrow another's).
+    byte_lanes: int = 0
 
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
@@ -48,7 +51,7 @@ ISAS = (
         _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
         target="avx512f,avx512bw,avx512vl,avx512dq,avx2"),
-    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2"),
+    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
     # are then AVX2's, and 32 registers hold the 16 pairs AVX2 has registers.

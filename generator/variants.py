@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 
 import hadamard
 import isas as isa_table
+from int_layout import has_integer_path
 from layout import Rate, code_bytes, needs_level_array, segments, simd_needs_padding, simd_read_size
 
 ISAS = isa_table.NAMES
-BIT_KERNELS = ("encode", "decode", "score", "accumulate", "pack")
+BIT_KERNELS = ("encode", "decode", "score", "score_int", "accumulate", "pack")
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
 MIN_HEAD_DIM, MAX_HEAD_DIM = 16, 1024
 
@@ -106,6 +107,8 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
                   f"({rotation_ops(d)}), {search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
         "score": f"per key: {d} centroid lookups (once for up to 4 queries), per query {d} multiply-adds, 1 multiply (scale)",
+        "score_int": f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (once for up to 4 queries), "
+                     f"per query {d} int8 multiply-adds into int32, 2 multiplies (scales)",
         "accumulate": f"per value: {d} centroid lookups, {d} multiply-adds, 1 multiply (weight x scale)",
         "pack": f"pack: {code_bytes(d, rate)} bytes from {d} levels; unpack: {d} levels from {code_bytes(d, rate)} bytes",
     }
@@ -126,6 +129,25 @@ def rotation_context(d: int, isa: str) -> dict:
                 rotate_name=kernel_name("rotate", d, None, isa), unrotate_name=kernel_name("unrotate", d, None, isa))
 
 
+def has_score_int(isa: str, d: int, rate: Rate) -> bool:
+    """Whether `isa` has its own integer score kernel for (d, rate): the scalar
+    reference, and the SIMD ISAs with a byte-lane vocabulary (isas.py byte_lanes)."""
+    info = isa_table.BY_NAME[isa]
+    return has_integer_path(d, rate) and (info.family == "scalar" or info.byte_lanes > 0)
+
+
+def score_int_isa(cfg: Config, isa: str, d: int, rate: Rate) -> str | None:
+    """The ISA whose integer score kernel the registry row of `isa` uses: its own, else
+    the best of the build's worse ISAs of its architecture (they run wherever it does:
+    an AVX-512 CPU runs AVX2), else none (a variant whose codebooks exceed 16 levels)."""
+    arch = isa_table.BY_NAME[isa].arch
+    for other in ISAS[ISAS.index(isa):]:
+        info = isa_table.BY_NAME[other]
+        if other in cfg.isas and info.arch in (arch, isa_table.ANY) and has_score_int(other, d, rate):
+            return other
+    return None
+
+
 def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
     """Every generated kernel source and the functions it defines: a file per
     kernel, or named for the pair it holds (rotate and unrotate, pack and unpack)."""
@@ -143,14 +165,17 @@ def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
                 continue
             for d in cfg.head_dims:
                 for rate in cfg.bits:
+                    if kernel == "score_int" and not has_score_int(isa, d, rate):
+                        continue
                     add(("pack", "unpack") if kernel == "pack" else (kernel,), d, rate, isa)
     return files
 
 
 def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
     """kernels.inc's registry rows: one per rotation pair (head dim, ISA) and one per
-    variant (head dim, rate, ISA) naming its six kernels; pack and unpack are the
-    scalar ones for every ISA (the layout alone)."""
+    variant (head dim, rate, ISA) naming its kernels; pack and unpack are the
+    scalar ones for every ISA (the layout alone), score_int a pointer expression
+    (score_int_isa's kernel, or nullptr)."""
     rotations = [dict(head_dim=d, isa=isa, rotate=kernel_name("rotate", d, None, isa),
                       unrotate=kernel_name("unrotate", d, None, isa)) for isa in cfg.isas for d in cfg.head_dims]
     variants = []
@@ -160,6 +185,8 @@ def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
                 row = dict(head_dim=d, rate=rate, isa=isa)
                 for kind in BIT_KERNELS + ("unpack",):
                     row[kind] = kernel_name(kind, d, rate, "scalar" if kind in SCALAR_ONLY + ("unpack",) else isa)
+                owner = score_int_isa(cfg, isa, d, rate)
+                row["score_int"] = f"&tq::{owner}::{kernel_name('score_int', d, rate, owner)}" if owner else "nullptr"
                 variants.append(row)
     return rotations, variants
 
@@ -189,7 +216,7 @@ def outputs(cfg: Config) -> list[Output]:
             continue
         d, rate, lanes = k.head_dim, k.rate, isa.lanes
         ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
-                   score_accumulators=cfg.score_accumulators, reg_budget=isa.reg_budget,
+                   score_accumulators=cfg.score_accumulators, reg_budget=isa.reg_budget, byte_lanes=isa.byte_lanes,
                    read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
                    needs_level_array=needs_level_array(d, rate, lanes),
                    name=k.symbol, ops=bit_kernel_ops(k.kind, d, rate),

@@ -83,3 +83,34 @@ TEST_CASE("cross-ISA: rotate and unrotate give identical floats on every ISA") {
         }
     }
 }
+
+TEST_CASE("cross-ISA: score_int gives identical floats on every ISA") {
+    // The integer path's sums are exact and its float steps are the same two
+    // products everywhere (isa/int8.hpp), so every ISA agrees with the scalar reference.
+    const auto isas = tq::available_isas();
+    for (const tq_bit_kernels& v : tq::variants()) {
+        if (!v.score_int) continue;
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.rate_eighths);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        constexpr std::size_t kKeys = 45, kQueries = 5;
+        const auto x = tq::test::gaussian(kKeys * d, 8);
+        std::vector<std::uint8_t> codes(kKeys * v.code_bytes);
+        std::vector<float> scales(kKeys);
+        for (std::size_t t = 0; t < kKeys; ++t)
+            REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &codes[t * v.code_bytes], &scales[t]) == TQ_OK);
+        const auto q = tq::test::gaussian(kQueries * d, 9);
+        std::vector<float> first(kQueries * kKeys), out(kQueries * kKeys);
+        for (std::size_t i = 0; i < isas.size(); ++i) {
+            CAPTURE(isas[i]);
+            const tq_kernels* k = nullptr;
+            REQUIRE(tq_find_isa(isas[i].c_str(), d, tq::rate(v), tq::rate(v), &k) == TQ_OK);
+            const bool has_int = k->key->score_int != nullptr;
+            REQUIRE(has_int);
+            k->key->score_int(q.data(), kQueries, codes.data(), scales.data(), kKeys, out.data(), kKeys);
+            if (i == 0) first = out;
+            CHECK(out == first);
+        }
+    }
+}

@@ -23,6 +23,7 @@ struct Levers {
     int sinks = 0;         // -1: none
     int scale_format = 0;  // fa_tq_scale_format
     int smooth = 0;        // fa_tq_smooth
+    int score = 0;         // fa_tq_score
     std::string text;      // as given, for the tables
 };
 

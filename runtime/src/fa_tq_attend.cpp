@@ -193,8 +193,8 @@ struct ChunkAttention {
                 }
                 queries = q_smooth;
             }
-            kern.key->score(queries, std::size_t(group), &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0,
-                            s1 - s0, sc, len);
+            state->score(queries, std::size_t(group), &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0,
+                         s1 - s0, sc, len);
             if (block.mean) {
                 widen_halves(block.mean + hd, d, mean);
                 for (int j = 0; j < group; ++j) {

@@ -28,6 +28,7 @@ struct fa_tq_state {
     fa_tq_levers levers;
     const tq_kernels* kernels;
     std::vector<float> signs;  // ±1/sqrt(head_dim)
+    tq_score_fn score;         // kernels->key->score or ->score_int, from fa_tq_config::score
 };
 
 // One kind (keys or values) of one layer: per KV head a stream of max_seq_len

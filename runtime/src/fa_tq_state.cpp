@@ -1,6 +1,7 @@
 // fa_tq_config_default, fa_tq_init, fa_tq_free, fa_tq_last_error.
 #include "fa_tq_checks.hpp"
 #include "last_error.hpp"
+#include "rate_text.hpp"
 #include "turboquant/registry.h"
 
 #include <cstring>
@@ -17,6 +18,8 @@ constexpr fa_tq_center kDefaultCenter = FA_TQ_CENTER_KEYS;
 constexpr int kDefaultCenterBlock = 128;
 constexpr int kDefaultSinks = 1;
 constexpr fa_tq_smooth kDefaultSmooth = FA_TQ_SMOOTH_KEYS;
+// Float until the integer path's end-to-end sweep (docs/kernels.md) picks it.
+constexpr fa_tq_score kDefaultScore = FA_TQ_SCORE_FLOAT;
 constexpr int kMaxSinks = 64, kMaxCenterBlock = 65536;
 
 // The int a C caller stored in an enum field, read as bytes: a value outside the
@@ -63,13 +66,31 @@ bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
     out.smooth_keys = smooth == FA_TQ_SMOOTH_KEYS;
     return true;
 }
+
+// The score kernel config.score asks for, or null (with a message).
+tq_score_fn resolve_score(const fa_tq_config& c, const tq_bit_kernels& key) {
+    using tq::detail::fail;
+    switch (raw(c.score) == FA_TQ_SCORE_DEFAULT ? kDefaultScore : raw(c.score)) {
+        case FA_TQ_SCORE_FLOAT: return key.score;
+        case FA_TQ_SCORE_INT8:
+            if (key.score_int) return key.score_int;
+            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: config.score int8 needs key codebooks of at most 16 levels; K" +
+                                           tq::detail::rate_text(key.rate_eighths) +
+                                           " has more (key bits <= 4 have an integer path)");
+            return nullptr;
+        default:
+            fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.score " + std::to_string(raw(c.score)) +
+                                                " is not an fa_tq_score (0 default, 1 float, 2 int8)");
+            return nullptr;
+    }
+}
 }  // namespace
 
 extern "C" {
 
 fa_tq_config fa_tq_config_default(void) {
     return fa_tq_config{kDefaultKeyBits, kDefaultValueBits, FA_TQ_SCALE_LEAST_SQUARES, FA_TQ_SCALE_FORMAT_F16, kDefaultCenter, kDefaultCenterBlock,
-                        kDefaultSinks,   kDefaultSmooth};
+                        kDefaultSinks,   kDefaultSmooth, kDefaultScore};
 }
 
 fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
@@ -97,9 +118,11 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
             fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: " + (why.rfind(own, 0) == 0 ? why.substr(own.size()) : why));
             return nullptr;
         }
+        const tq_score_fn score = resolve_score(config, *kernels->key);
+        if (!score) return nullptr;
         auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,
                                       seed, levers, kernels,
-                                      std::vector<float>(head_dim)};
+                                      std::vector<float>(head_dim), score};
         tq_rotation_signs(head_dim, seed, state->signs.data());
         return state;
     });

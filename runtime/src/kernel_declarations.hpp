@@ -11,6 +11,7 @@
 #define TQ_DECLARE_score(SYMBOL)                                                                     \
     void SYMBOL(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, \
                 float* out, size_t out_stride);
+#define TQ_DECLARE_score_int(SYMBOL) TQ_DECLARE_score(SYMBOL)
 #define TQ_DECLARE_accumulate(SYMBOL)                                                               \
     void SYMBOL(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes,  \
                 const float* scales, size_t n, float* acc, size_t acc_stride);
@@ -19,7 +20,7 @@
 
 #define TQ_KERNEL(KIND, D, EIGHTHS, ISA, SYMBOL, FILE) namespace tq::ISA { TQ_DECLARE_##KIND(SYMBOL) }
 #define TQ_ROTATION(D, ISA, ROTATE, UNROTATE)
-#define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK)
+#define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT)
 #include "kernels.inc"
 #undef TQ_KERNEL
 #undef TQ_ROTATION

@@ -57,9 +57,14 @@ def perplexity(args, ctk, ctv, extra):
 
 
 def kv_bytes(log):
-    # the last report: the context's memory (the first can be llama.cpp's fitting probe)
-    m = re.findall(r"llama_(?:kv_cache|tq_memory)\w*: size = +([0-9.]+) MiB", log)
-    return float(m[-1]) if m else float("nan")
+    """The context's KV memory as llama.cpp logs it: the last report (earlier ones can be
+    llama.cpp's fitting probe), or for a sliding-window model's two llama.cpp caches
+    (non-SWA, then SWA) the sum of both after the last "creating non-SWA"."""
+    start = log.rfind("creating non-SWA KV cache")
+    m = re.findall(r"llama_(?:kv_cache|tq_memory)\w*: size = +([0-9.]+) MiB", log[max(start, 0):])
+    if not m:
+        return float("nan")
+    return sum(map(float, m)) if start >= 0 else float(m[-1])
 
 
 def check_kl(args):

@@ -87,6 +87,11 @@ typedef struct tq_bit_kernels {
     tq_accumulate_fn accumulate;
     tq_pack_fn pack;
     tq_unpack_fn unpack;
+    /* score's integer path: the query rounded to int8 per call, the centroids to
+     * an int8 table, the products summed exactly in int32 (docs/kernels.md bounds
+     * the difference to score).  NULL where a codebook has more than 16 levels
+     * (a rate above 4 bits). */
+    tq_score_fn score_int;
 } tq_bit_kernels;
 
 /* The kernel table for one (head_dim, key bits, value bits), as tq_find returns it. */

@@ -81,6 +81,17 @@ typedef enum fa_tq_smooth {
     FA_TQ_SMOOTH_KEYS = 2
 } fa_tq_smooth;
 
+/* How attention scores keys (docs/kernels.md, "The integer score path"): in
+ * float (each centroid times the query), or in integers (the query rounded to
+ * int8 per call, centroids to an int8 table, exact int32 sums: faster, within a
+ * derived bound of the float score).  INT8 needs key codebooks of at most 16
+ * levels (key bits <= 4); a config asking it of more bits is refused. */
+typedef enum fa_tq_score {
+    FA_TQ_SCORE_DEFAULT = 0,
+    FA_TQ_SCORE_FLOAT = 1,
+    FA_TQ_SCORE_INT8 = 2
+} fa_tq_score;
+
 /* Bit allocation, in bits per coordinate: whole, or in steps of 1/8 (3.5 puts
  * half the coordinates at 4 bits and half at 3), and the quality levers.  Bits
  * must be compiled into this build (TQ_BITS).  A zero field (as in
@@ -96,6 +107,7 @@ typedef struct {
     int center_block;   /* positions per block (of means and smoothing scales), a power of two in [1, 65536]; 0: default */
     int sinks;          /* the first positions kept exact (float): 0 default, FA_TQ_NO_SINKS none, else 1..64 */
     fa_tq_smooth smooth;             /* default: see docs/levers.md */
+    fa_tq_score score;               /* default: see docs/kernels.md */
 } fa_tq_config;
 
 #define FA_TQ_NO_SINKS (-1)

@@ -27,6 +27,7 @@ struct Config {
     int center_block = 0;  // positions per mean block (a power of two)
     int sinks = 0;         // first positions kept exact; FA_TQ_NO_SINKS for none
     fa_tq_smooth smooth = FA_TQ_SMOOTH_DEFAULT;
+    fa_tq_score score = FA_TQ_SCORE_DEFAULT;
 };
 
 enum class Kind { key, value };

@@ -1,0 +1,99 @@
+// Byte lanes of the generated AVX2 integer score kernels (templates/simd/score_int.cpp.j2):
+// one level or int8 centroid per byte, products summed exactly in int32.
+#pragma once
+
+#include "isa/avx2.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace tq::avx2 {
+
+constexpr int kByteLanes = 32;
+using B = __m256i;  // 32 bytes: levels, int8 centroids or the int8 query
+using J = __m256i;  // 8 int32 partial sums
+
+// The 8 bytes at p + O (a window, generator/int_layout.py), zero for O < 0.
+template <int O>
+inline long long window(const uint8_t* p) {
+    if constexpr (O < 0) {
+        return 0;
+    } else {
+        std::uint64_t w;
+        std::memcpy(&w, p + O, 8);
+        return static_cast<long long>(w);
+    }
+}
+
+// Four windows, bytes 8w..8w+7 from p + Ow: one load where they are consecutive.
+template <int O0, int O1, int O2, int O3>
+inline B load_windows(const uint8_t* p) {
+    if constexpr (O0 >= 0 && O1 == O0 + 8 && O2 == O0 + 16 && O3 == O0 + 24) {
+        return _mm256_loadu_si256(reinterpret_cast<const B*>(p + O0));
+    } else if constexpr (O0 >= 0 && O1 == O0 + 8 && O2 >= 0 && O3 == O2 + 8) {
+        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + O0));
+        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + O2));
+        return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    } else {
+        return _mm256_setr_epi64x(window<O0>(p), window<O1>(p), window<O2>(p), window<O3>(p));
+    }
+}
+
+// Each byte of window w shifted right by Sw, then masked: the field at bit Sw.
+// The shift is of 64-bit lanes: the mask also clears what comes in from the next byte.
+template <int Mask, int S0, int S1, int S2, int S3>
+inline B field_bytes(B x) {
+    if constexpr (S0 == S1 && S1 == S2 && S2 == S3) {
+        if constexpr (S0 != 0) x = _mm256_srli_epi64(x, S0);
+    } else {
+        x = _mm256_srlv_epi64(x, _mm256_setr_epi64x(S0, S1, S2, S3));
+    }
+    return _mm256_and_si256(x, _mm256_set1_epi8(static_cast<char>(Mask)));
+}
+
+// Fields below 2^(8 - S) moved up within their bytes.
+template <int S>
+inline B shl_bytes(B x) { return _mm256_slli_epi16(x, S); }
+inline B or_bytes(B a, B b) { return _mm256_or_si256(a, b); }
+
+inline B load_bytes(const std::int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const B*>(p)); }
+// A 16-entry int8 table in both 128-bit halves, for lookup_bytes.
+inline B byte_table(const std::int8_t* t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+// Byte k = table[levels_k] (levels < 16).
+inline B lookup_bytes(B table, B levels) { return _mm256_shuffle_epi8(table, levels); }
+
+// A register of int8 centroids made ready for dot_bytes with any number of queries:
+// vpmaddubsw multiplies unsigned by signed bytes, so |c| meets q with c's sign.
+struct Centroids {
+    B magnitude, value;
+};
+inline Centroids prepare(B c) { return {_mm256_abs_epi8(c), c}; }
+
+// acc + the products c_k q_k, 4 bytes per int32 lane.  A pair's sum is at most
+// 2 · 127 · 127 < 2^15, so vpmaddubsw never saturates.
+inline J dot_bytes(J acc, const Centroids& c, B q) {
+    const B pairs = _mm256_maddubs_epi16(c.magnitude, _mm256_sign_epi8(q, c.value));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+inline J zero_sums() { return _mm256_setzero_si256(); }
+
+inline std::int32_t hsum_ints(J x) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// Lane k = hsum_ints(s[k]) for 8 registers at once (exact: integers).
+inline J hsum_int_lanes(const J* s) {
+    const J u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    const J u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+inline V to_float(J x) { return _mm256_cvtepi32_ps(x); }
+
+}  // namespace tq::avx2

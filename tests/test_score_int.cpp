@@ -1,0 +1,221 @@
+// The integer score path (score_int): within the bound docs/kernels.md derives from
+// its int8 roundings of the exact score over the decoded levels, for every variant
+// that has one; each query of a group scored bit for bit as alone; chosen by
+// fa_tq_config.score, and the cache's attention within that bound's reach.
+#include "test_support.hpp"
+#include "turboquant/turboquant.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace {
+
+struct Keys {
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales;
+};
+
+Keys encode_keys(const tq_bit_kernels& v, const std::vector<float>& signs, std::size_t n, std::uint64_t seed) {
+    const int d = v.head_dim;
+    const auto x = tq::test::gaussian(n * d, seed);
+    Keys k{std::vector<std::uint8_t>(n * v.code_bytes), std::vector<float>(n)};
+    for (std::size_t t = 0; t < n; ++t)
+        REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &k.codes[t * v.code_bytes], &k.scales[t]) ==
+                TQ_OK);
+    return k;
+}
+
+// The step of the int8 tables, as docs/kernels.md defines it: the largest centroid
+// magnitude of the variant's codebooks (the last, ascending and symmetric) over 127.
+float int8_step(const tq_bit_kernels& v) {
+    float top = v.centroids[(1 << v.bits) - 1];
+    if (v.high_coords) top = std::max(top, v.high_centroids[(2 << v.bits) - 1]);
+    return top / 127.0f;
+}
+
+// |score_int - scale <q, c[levels]>| <= scale (step/2 sum|q_i| + e_q sum|c_i| + d e_q step/2)
+// with e_q = s_q (1/2 + 2^-16), s_q = max|q| / 127 (docs/kernels.md), plus the
+// three float products' roundings (2^-22 of the result) and a 1e-6 relative slack on
+// the bound's own float evaluation.
+double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale, double exact) {
+    const int d = v.head_dim;
+    const double step = int8_step(v);
+    float top = 0;
+    for (float x : q) top = std::max(top, std::fabs(x));
+    const double e_q = double(top / 127.0f) * (0.5 + 0x1p-16);
+    double sum_q = 0, sum_c = 0;
+    for (int i = 0; i < d; ++i) {
+        sum_q += std::fabs(q[i]);
+        sum_c += std::fabs(tq::test::coord_centroids(v, i)[levels[i]]);
+    }
+    const double b = std::fabs(scale) * (step / 2 * sum_q + e_q * sum_c + d * e_q * step / 2);
+    return b * (1 + 1e-6) + 0x1p-22 * (std::fabs(exact) + b);
+}
+
+constexpr std::size_t kCounts[] = {0, 1, 7, 8, 9, 33, 64};
+
+}  // namespace
+
+TEST_CASE("score_int: within the bound of its int8 roundings, for every variant that has it") {
+    int tested = 0;
+    tq::test::for_each_variant([&](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
+        const bool expected = v.bits + (v.high_coords ? 1 : 0) <= 4;
+        const bool has_int = v.score_int != nullptr;
+        CHECK(has_int == expected);  // 16 levels at most: one byte shuffle
+        if (!v.score_int) return;
+        ++tested;
+        const int d = v.head_dim;
+        for (std::size_t n : kCounts) {
+            CAPTURE(n);
+            const Keys keys = encode_keys(v, signs, n, 11 + n);
+            for (std::uint64_t qseed : {5u, 6u}) {
+                auto q = tq::test::gaussian(d, qseed);
+                if (qseed == 6) q[std::size_t(d / 3)] *= 40;  // one dominant coordinate: a coarse s_q
+                std::vector<float> q_rot(d), scores(n + 1, -12345.0f);
+                k.rotate(signs.data(), q.data(), q_rot.data());
+                v.score_int(q_rot.data(), 1, keys.codes.data(), keys.scales.data(), n, scores.data(), n);
+                std::vector<std::uint8_t> levels(d);
+                for (std::size_t t = 0; t < n; ++t) {
+                    v.unpack(&keys.codes[t * v.code_bytes], levels.data());
+                    double exact = 0;
+                    for (int i = 0; i < d; ++i)
+                        exact += double(q_rot[i]) * tq::test::coord_centroids(v, i)[levels[i]];
+                    exact *= keys.scales[t];
+                    CAPTURE(t);
+                    CHECK(std::fabs(scores[t] - exact) <= bound(v, q_rot, levels.data(), keys.scales[t], exact));
+                }
+                CHECK(scores[n] == -12345.0f);  // nothing written past n
+            }
+        }
+    });
+    MESSAGE(tested << " variants with an integer path");
+}
+
+TEST_CASE("score_int: a zero query scores 0, and a group scores each query bit for bit as alone") {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
+        if (!v.score_int) return;
+        const int d = v.head_dim;
+        const Keys keys = encode_keys(v, signs, 37, 3);
+        std::vector<float> zero(d, 0.0f), out(37, 1.0f);
+        v.score_int(zero.data(), 1, keys.codes.data(), keys.scales.data(), 37, out.data(), 37);
+        for (float s : out) CHECK(s == 0.0f);
+        for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)}) {
+            CAPTURE(group);
+            const std::size_t n = 37, stride = n + 2;
+            std::vector<float> q_rot(group * d), scores(group * stride, -12345.0f), alone(n);
+            for (std::size_t j = 0; j < group; ++j) {
+                const auto q = tq::test::gaussian(d, 40 + j);
+                k.rotate(signs.data(), q.data(), &q_rot[j * d]);
+            }
+            v.score_int(q_rot.data(), group, keys.codes.data(), keys.scales.data(), n, scores.data(), stride);
+            for (std::size_t j = 0; j < group; ++j) {
+                v.score_int(&q_rot[j * d], 1, keys.codes.data(), keys.scales.data(), n, alone.data(), n);
+                for (std::size_t t = 0; t < n; ++t) CHECK(scores[j * stride + t] == alone[t]);
+                CHECK(scores[j * stride + n] == -12345.0f);
+                CHECK(scores[j * stride + n + 1] == -12345.0f);
+            }
+        }
+    });
+}
+
+TEST_CASE("score_int: fa_tq_config.score picks the path, refuses what it cannot do") {
+    const tq_bit_kernels& v = tq::variants().front();
+    const int d = v.head_dim;
+    const float bits = tq::rate(v);
+    fa_tq_config c = fa_tq_config_default();
+    c.key_bits = c.value_bits = bits;
+    int bad = 7;
+    std::memcpy(&c.score, &bad, sizeof bad);
+    CHECK(fa_tq_init(d, c, 1) == nullptr);
+    CHECK(std::string(fa_tq_last_error()).find("config.score 7 is not an fa_tq_score") != std::string::npos);
+    CHECK(fa_tq_config_default().score == FA_TQ_SCORE_FLOAT);
+    // A compiled key rate without an integer path (codebooks above 16 levels) refuses INT8.
+    for (const tq_bit_kernels& w : tq::variants()) {
+        if (w.score_int) continue;
+        fa_tq_config big = fa_tq_config_default();
+        big.key_bits = big.value_bits = tq::rate(w);
+        big.score = FA_TQ_SCORE_INT8;
+        CHECK(fa_tq_init(w.head_dim, big, 1) == nullptr);
+        CHECK(std::string(fa_tq_last_error()).find("needs key codebooks of at most 16 levels") != std::string::npos);
+        big.score = FA_TQ_SCORE_DEFAULT;
+        fa_tq_state* s = fa_tq_init(w.head_dim, big, 1);
+        CHECK(s != nullptr);
+        fa_tq_free(s);
+        break;
+    }
+}
+
+// The cache attends with the integer path when asked: each score moves by at most the
+// bound B_t (score_int's), so each softmax weight by a factor within e^{±2B}, and the
+// output (a weighted mean of the decoded values) by at most (e^{2B} - 1) max|v̂|.
+TEST_CASE("score_int: attention through the cache stays within the bound's reach of the float path") {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
+        if (!v.score_int) return;
+        const int d = v.head_dim, heads = 2, q_heads = 4, n = 50;
+        const float bits = tq::rate(v);
+        fa_tq_config c{bits, bits, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE, 0, FA_TQ_NO_SINKS,
+                       FA_TQ_SMOOTH_NONE, FA_TQ_SCORE_FLOAT};
+        fa_tq_state* fs = fa_tq_init(d, c, tq::test::kSeed);
+        c.score = FA_TQ_SCORE_INT8;
+        fa_tq_state* is = fa_tq_init(d, c, tq::test::kSeed);
+        REQUIRE(fs);
+        REQUIRE(is);
+        fa_tq_cache* fc = fa_tq_cache_new(fs, 1, heads, n);
+        fa_tq_cache* ic = fa_tq_cache_new(is, 1, heads, n);
+        const auto kv = tq::test::gaussian(std::size_t(2 * n) * heads * d, 21);
+        const auto q = tq::test::gaussian(std::size_t(q_heads) * d, 22);
+        std::vector<float> fo(std::size_t(q_heads) * d), io(fo.size());
+        for (int p = 0; p < n; ++p) {
+            const float* kp = &kv[std::size_t(2 * p) * heads * d];
+            const float* vp = kp + std::size_t(heads) * d;
+            REQUIRE(fa_tq_attention(fs, fc, 0, p, q.data(), q_heads, kp, vp, 0, fo.data()) == FA_TQ_OK);
+            REQUIRE(fa_tq_attention(is, ic, 0, p, q.data(), q_heads, kp, vp, 0, io.data()) == FA_TQ_OK);
+        }
+        // B over every (query head, key), from what the cache returns (the decoded keys):
+        // |s| (δ/2 ‖q'‖₁ + e_q Σ|c| + d e_q δ/2) = ‖r‖₁ e_q + |s| (δ/2) (‖q'‖₁ + d e_q),
+        // r = the rotated decoded key (s c[levels]), |s| = ‖r‖₂ / ‖c[levels]‖₂ <= ‖r‖₂ / (√d c_min).
+        const double step = int8_step(v);
+        double c_min = INFINITY;
+        for (int i = 0; i < d; ++i)
+            for (int l = 0; l < (1 << tq::test::coord_bits(v, i)); ++l)
+                c_min = std::min(c_min, double(std::fabs(tq::test::coord_centroids(v, i)[l])));
+        std::vector<float> keys(std::size_t(n) * heads * d), values(keys.size()), r(d), qr(d);
+        REQUIRE(fa_tq_dequantize(fs, fc, 0, 0, n, true, keys.data()) != nullptr);
+        REQUIRE(fa_tq_dequantize(fs, fc, 0, 0, n, false, values.data()) != nullptr);
+        double B = 0, v_max = 0;
+        for (float x : values) v_max = std::max(v_max, double(std::fabs(x)));
+        for (int h = 0; h < q_heads; ++h) {
+            k.rotate(signs.data(), &q[std::size_t(h) * d], qr.data());
+            double q1 = 0, q_top = 0;
+            for (float x : qr) {  // q' = R q / sqrt(d), the default softmax scale
+                const double a = std::fabs(x) / std::sqrt(double(d));
+                q1 += a;
+                q_top = std::max(q_top, a);
+            }
+            const double e_q = q_top / 127 * (0.5 + 0x1p-16) * (1 + 1e-6);
+            const int g = h / (q_heads / heads);
+            for (int t = 0; t < n; ++t) {
+                // dequantize's layout: [position][head][d]
+                k.rotate(signs.data(), &keys[(std::size_t(t) * heads + g) * d], r.data());
+                double r1 = 0, r2 = 0;
+                for (float x : r) r1 += std::fabs(x), r2 += double(x) * x;
+                const double s = std::sqrt(r2) / (std::sqrt(double(d)) * c_min);
+                B = std::max(B, r1 * e_q + s * step / 2 * (q1 + d * e_q));
+            }
+        }
+        const double reach = std::expm1(2 * B * (1 + 1e-3)) * v_max + 1e-5 * v_max;  // + float rounding of both paths
+        double diff = 0;
+        for (std::size_t i = 0; i < fo.size(); ++i) diff = std::max(diff, double(std::fabs(fo[i] - io[i])));
+        CAPTURE(B);
+        CHECK(diff <= reach);
+        CHECK(diff > 0);  // the integer path did run: its scores are not the float ones
+        fa_tq_cache_free(fc);
+        fa_tq_cache_free(ic);
+        fa_tq_free(fs);
+        fa_tq_free(is);
+    });
+}
