@@ -23,7 +23,6 @@ static void tq_score_int_d96_b3__avx2_queries(const float* q, const uint8_t* cod
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
     static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
 
-    const B table0 = byte_table(kTable0.v);
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, zero-padded
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
