@@ -41,6 +41,10 @@ class Isa:
     # Bytes per B register of runtime/isa/<name>_bytes.hpp, the integer score path's
     # vocabulary; 0 where the ISA has none yet (its registry rows borrow another's).
     byte_lanes: int = 0
+    # An extension whose faster byte dot product the kernels use where the CPU has it
+    # ("" none): <isa>_bytes.hpp's dot_bytes_<ext>, compiled for it between
+    # TQ_<ISA>_<EXT>_BEGIN and _END, chosen per call by has_<ext>(); dot_bytes otherwise.
+    byte_dot_extension: str = ""
 
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
@@ -55,7 +59,7 @@ ISAS = (
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
     # are then AVX2's, and 32 registers hold the 16 pairs AVX2 has registers.
-    Isa("neon", 8, 8, (), AARCH64, "true"),
+    Isa("neon", 8, 8, (), AARCH64, "true", byte_lanes=32, byte_dot_extension="sdot"),
     Isa("scalar", 8, 0, (), ANY, "true", family="scalar"),
 )
 assert ISAS[-1].name == "scalar", "scalar is last: the ISA every CPU runs"

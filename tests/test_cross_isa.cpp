@@ -6,8 +6,13 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include "isa/neon_bytes.hpp"
+#endif
 
 TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'") {
     const auto isas = tq::available_isas();
@@ -114,3 +119,21 @@ TEST_CASE("cross-ISA: score_int gives identical floats on every ISA") {
         }
     }
 }
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+TEST_CASE("cross-ISA: NEON's integer score runs sdot exactly where the CPU has it") {
+    // The test presets run this suite under qemu with and without the dot-product
+    // extension (QEMU_CPU) and say which in TQ_EXPECT_SDOT; elsewhere the kernel's
+    // hardware capability bit is the expectation (Linux, where the kernels read it).
+    const char* want = std::getenv("TQ_EXPECT_SDOT");
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+    const bool cpu_has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+    const bool cpu_has = tq::neon::has_sdot();
+#endif
+    const bool expected = want ? std::string(want) == "1" : cpu_has;
+    MESSAGE("sdot: CPU " << cpu_has << ", kernels " << tq::neon::has_sdot());
+    CHECK(cpu_has == expected);
+    CHECK(tq::neon::has_sdot() == (TQ_NEON_SDOT_CODE && expected));
+}
+#endif

@@ -33,7 +33,7 @@ static void tq_score_int_d192_b2__avx2_queries(const float* q, const uint8_t* co
         128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159,
         160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191,
     };
-    const B table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0.v);
     alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
