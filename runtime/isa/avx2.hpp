@@ -131,15 +131,38 @@ struct Table {
     }
 };
 
-template <int Bits>
-inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
-    I idx = _mm256_setzero_si256();
-    for (int step = 1 << (Bits - 1); step; step >>= 1) {
-        const V b = boundaries.lookup(_mm256_add_epi32(idx, _mm256_set1_epi32(step - 1)));
-        const I ge = _mm256_castps_si256(_mm256_cmp_ps(u, b, _CMP_GE_OQ));
-        idx = _mm256_add_epi32(idx, _mm256_and_si256(ge, _mm256_set1_epi32(step)));
+// One step of bucketize: p holds each lane's leading T level bits, and its next
+// boundary is b[(2p + 1) 2^(Bits-T-1) - 1].  Step T has 2^T candidates: up to 8 in one
+// permute of a register of them, 16 in two and a blend, more in a gather.
+template <int Bits, int T>
+inline I search_step(V u, I p, const float* b) {
+    constexpr int s = 1 << (Bits - T - 1);
+    V bound;
+    if constexpr (T == 0) {
+        bound = _mm256_set1_ps(b[s - 1]);
+    } else if constexpr (T <= 4) {
+        alignas(32) float c[16] = {};
+        for (int k = 0; k < (1 << T); ++k) c[k] = b[(2 * k + 1) * s - 1];
+        bound = _mm256_permutevar8x32_ps(_mm256_load_ps(c), p);
+        if constexpr (T == 4)
+            bound = _mm256_blendv_ps(bound, _mm256_permutevar8x32_ps(_mm256_load_ps(c + 8), p),
+                                     _mm256_castsi256_ps(_mm256_slli_epi32(p, 28)));
+    } else {
+        bound = _mm256_i32gather_ps(b + s - 1, _mm256_slli_epi32(p, Bits - T), 4);
     }
-    return idx;
+    const I ge = _mm256_castps_si256(_mm256_cmp_ps(u, bound, _CMP_GE_OQ));
+    return _mm256_sub_epi32(_mm256_add_epi32(p, p), ge);  // 2p + (u >= bound)
+}
+
+// The level of each lane: the number of boundaries <= u, by binary search from the top
+// bit (the same compares as scalar.hpp's bucketize8, so the same levels).
+template <int Bits, int T = 0>
+inline I bucketize(V u, const Table<(1 << Bits)>& boundaries, I p = _mm256_setzero_si256()) {
+    if constexpr (T == Bits) {
+        return p;
+    } else {
+        return bucketize<Bits, T + 1>(u, boundaries, search_step<Bits, T>(u, p, boundaries.data));
+    }
 }
 
 // Lane i = byte p[i - Shift] (0 where that is outside p[0..8)) shifted right by Bit and masked.
