@@ -184,7 +184,8 @@ def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
             for rate in cfg.bits:
                 row = dict(head_dim=d, rate=rate, isa=isa)
                 for kind in BIT_KERNELS + ("unpack",):
-                    row[kind] = kernel_name(kind, d, rate, "scalar" if kind in SCALAR_ONLY + ("unpack",) else isa)
+                    if kind != "score_int":
+                        row[kind] = kernel_name(kind, d, rate, "scalar" if kind in SCALAR_ONLY + ("unpack",) else isa)
                 owner = score_int_isa(cfg, isa, d, rate)
                 row["score_int"] = f"&tq::{owner}::{kernel_name('score_int', d, rate, owner)}" if owner else "nullptr"
                 variants.append(row)
