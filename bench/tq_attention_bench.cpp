@@ -165,7 +165,9 @@ void summary(const std::map<std::string, double>& ns) {
     if (std::string(tq_active_isa()) != tq::bench::ggml_isa())
         std::printf("NOTE: ggml is built for %s but the kernels run %s: set TQ_ISA=%s for a like-for-like race\n",
                     tq::bench::ggml_isa(), tq_active_isa(), tq::bench::ggml_isa());
-    std::printf("ggml flash attention built for %s (llama.cpp from llama-cpp-python 0.3.36)\n", tq::bench::ggml_isa());
+    std::printf("ggml flash attention in llama.cpp's graph (cache writes, rotation of quantized caches, F16 mask),\n"
+                "built as llama.cpp builds it (OpenMP), for %s (llama.cpp from llama-cpp-python 0.3.36)\n",
+                tq::bench::ggml_isa());
     std::printf("%-36s %10s %10s %10s %10s %8s %8s %s\n", "decode, 1 query token", "TurboQuant", "ggml f16",
                 "ggml q8_0", "ggml q4_0", "vs q4_0", "vs f16", "targets met");
     for (const Shape& s : kShapes)
