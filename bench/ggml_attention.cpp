@@ -114,7 +114,9 @@ GgmlAttention::GgmlAttention(int q_heads, int kv_heads, int head_dim, int n_kv, 
                       rot_bytes = sizeof(float) * std::size_t(k_rot * k_rot + v_rot * v_rot),
                       mask_bytes = sizeof(ggml_fp16_t) * std::size_t(n_kv) * n_q;
     ggml_init_params params{};
-    params.mem_size = 2 * kv_bytes + 4 * q_bytes + rot_bytes + mask_bytes + sizeof(std::int64_t) * n_q +
+    // the cache, the inputs, and the graph's own F32 tensors (rotated q, k, v and their
+    // contiguous copies, the attention's result and its unrotated copy): at most 10 q's
+    params.mem_size = 2 * kv_bytes + 10 * q_bytes + rot_bytes + mask_bytes + sizeof(std::int64_t) * n_q +
                       64 * ggml_tensor_overhead() + ggml_graph_overhead() + (1 << 20);
     impl_->ctx = ggml_init(params);
     if (!impl_->ctx) throw std::runtime_error("ggml_init failed");
