@@ -12,10 +12,14 @@
 namespace tq::neon {
 
 static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+constexpr size_t kWeightBlock = 64;  // values whose weight products are kept for every register pass
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 1 query j over n packed
-// values of 32 bytes each, in the rotated domain: 1 pass over the values with
-// 16 of each query's 16 accumulator registers live; each centroid register meets every query.
+// values of 32 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 1 pass over the block with 16 of each query's
+// 16 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d128_b2__neon_q1(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     const Table<4> centroids0(cb0::kCentroids);
@@ -41,117 +45,126 @@ static void tq_accumulate_d128_b2__neon_q1(const float* weights, size_t weight_s
     alignas(64) float ap[128];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
         for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[1][kWeightBlock];
+        for (int j = 0; j < 1; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<30>(w0));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                a0_8 = fmadd(wt0, c, a0_8);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                a0_9 = fmadd(wt0, c, a0_9);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                a0_10 = fmadd(wt0, c, a0_10);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                a0_11 = fmadd(wt0, c, a0_11);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                a0_12 = fmadd(wt0, c, a0_12);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                a0_13 = fmadd(wt0, c, a0_13);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                a0_14 = fmadd(wt0, c, a0_14);
-            }
-            {
-                const V c = centroids0.lookup(shr<30>(w0));
-                a0_15 = fmadd(wt0, c, a0_15);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
     }
     for (int j = 0; j < 1; ++j)
         for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
-// values of 32 bytes each, in the rotated domain: 4 passes over the values with
-// 4 of each query's 16 accumulator registers live; each centroid register meets every query.
+// values of 32 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 4 passes over the block with 4 of each query's
+// 16 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d128_b2__neon_q2(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     const Table<4> centroids0(cb0::kCentroids);
@@ -177,190 +190,199 @@ static void tq_accumulate_d128_b2__neon_q2(const float* weights, size_t weight_s
     alignas(64) float ap[256];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
         for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a1_0 = load(ap + 128);
-        V a1_1 = load(ap + 136);
-        V a1_2 = load(ap + 144);
-        V a1_3 = load(ap + 152);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[2][kWeightBlock];
+        for (int j = 0; j < 2; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a1_0 = load(ap + 128);
+            V a1_1 = load(ap + 136);
+            V a1_2 = load(ap + 144);
+            V a1_3 = load(ap + 152);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 128, a1_0);
+            store(ap + 136, a1_1);
+            store(ap + 144, a1_2);
+            store(ap + 152, a1_3);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 128, a1_0);
-        store(ap + 136, a1_1);
-        store(ap + 144, a1_2);
-        store(ap + 152, a1_3);
-    }
-    {
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a1_4 = load(ap + 160);
-        V a1_5 = load(ap + 168);
-        V a1_6 = load(ap + 176);
-        V a1_7 = load(ap + 184);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
+        {
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a1_4 = load(ap + 160);
+            V a1_5 = load(ap + 168);
+            V a1_6 = load(ap + 176);
+            V a1_7 = load(ap + 184);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-            }
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 160, a1_4);
+            store(ap + 168, a1_5);
+            store(ap + 176, a1_6);
+            store(ap + 184, a1_7);
         }
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 160, a1_4);
-        store(ap + 168, a1_5);
-        store(ap + 176, a1_6);
-        store(ap + 184, a1_7);
-    }
-    {
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a1_8 = load(ap + 192);
-        V a1_9 = load(ap + 200);
-        V a1_10 = load(ap + 208);
-        V a1_11 = load(ap + 216);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
+        {
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a1_8 = load(ap + 192);
+            V a1_9 = load(ap + 200);
+            V a1_10 = load(ap + 208);
+            V a1_11 = load(ap + 216);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-            }
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 192, a1_8);
+            store(ap + 200, a1_9);
+            store(ap + 208, a1_10);
+            store(ap + 216, a1_11);
         }
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 192, a1_8);
-        store(ap + 200, a1_9);
-        store(ap + 208, a1_10);
-        store(ap + 216, a1_11);
-    }
-    {
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a1_12 = load(ap + 224);
-        V a1_13 = load(ap + 232);
-        V a1_14 = load(ap + 240);
-        V a1_15 = load(ap + 248);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
+        {
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a1_12 = load(ap + 224);
+            V a1_13 = load(ap + 232);
+            V a1_14 = load(ap + 240);
+            V a1_15 = load(ap + 248);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<30>(w0));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-            }
-            {
-                const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-            }
-            {
-                const V c = centroids0.lookup(shr<30>(w0));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-            }
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 224, a1_12);
+            store(ap + 232, a1_13);
+            store(ap + 240, a1_14);
+            store(ap + 248, a1_15);
         }
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 224, a1_12);
-        store(ap + 232, a1_13);
-        store(ap + 240, a1_14);
-        store(ap + 248, a1_15);
     }
     for (int j = 0; j < 2; ++j)
         for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
-// values of 32 bytes each, in the rotated domain: 8 passes over the values with
-// 2 of each query's 16 accumulator registers live; each centroid register meets every query.
+// values of 32 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 8 passes over the block with 2 of each query's
+// 16 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d128_b2__neon_q3(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     const Table<4> centroids0(cb0::kCentroids);
@@ -386,278 +408,287 @@ static void tq_accumulate_d128_b2__neon_q3(const float* weights, size_t weight_s
     alignas(64) float ap[384];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
         for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a1_0 = load(ap + 128);
-        V a1_1 = load(ap + 136);
-        V a2_0 = load(ap + 256);
-        V a2_1 = load(ap + 264);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[3][kWeightBlock];
+        for (int j = 0; j < 3; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a1_0 = load(ap + 128);
+            V a1_1 = load(ap + 136);
+            V a2_0 = load(ap + 256);
+            V a2_1 = load(ap + 264);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 128, a1_0);
+            store(ap + 136, a1_1);
+            store(ap + 256, a2_0);
+            store(ap + 264, a2_1);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 128, a1_0);
-        store(ap + 136, a1_1);
-        store(ap + 256, a2_0);
-        store(ap + 264, a2_1);
-    }
-    {
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a1_2 = load(ap + 144);
-        V a1_3 = load(ap + 152);
-        V a2_2 = load(ap + 272);
-        V a2_3 = load(ap + 280);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
+        {
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a1_2 = load(ap + 144);
+            V a1_3 = load(ap + 152);
+            V a2_2 = load(ap + 272);
+            V a2_3 = load(ap + 280);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-            }
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 144, a1_2);
+            store(ap + 152, a1_3);
+            store(ap + 272, a2_2);
+            store(ap + 280, a2_3);
         }
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 144, a1_2);
-        store(ap + 152, a1_3);
-        store(ap + 272, a2_2);
-        store(ap + 280, a2_3);
-    }
-    {
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a1_4 = load(ap + 160);
-        V a1_5 = load(ap + 168);
-        V a2_4 = load(ap + 288);
-        V a2_5 = load(ap + 296);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
+        {
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a1_4 = load(ap + 160);
+            V a1_5 = load(ap + 168);
+            V a2_4 = load(ap + 288);
+            V a2_5 = load(ap + 296);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-            }
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 160, a1_4);
+            store(ap + 168, a1_5);
+            store(ap + 288, a2_4);
+            store(ap + 296, a2_5);
         }
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 160, a1_4);
-        store(ap + 168, a1_5);
-        store(ap + 288, a2_4);
-        store(ap + 296, a2_5);
-    }
-    {
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a1_6 = load(ap + 176);
-        V a1_7 = load(ap + 184);
-        V a2_6 = load(ap + 304);
-        V a2_7 = load(ap + 312);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
+        {
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a1_6 = load(ap + 176);
+            V a1_7 = load(ap + 184);
+            V a2_6 = load(ap + 304);
+            V a2_7 = load(ap + 312);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-            }
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 176, a1_6);
+            store(ap + 184, a1_7);
+            store(ap + 304, a2_6);
+            store(ap + 312, a2_7);
         }
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 176, a1_6);
-        store(ap + 184, a1_7);
-        store(ap + 304, a2_6);
-        store(ap + 312, a2_7);
-    }
-    {
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a1_8 = load(ap + 192);
-        V a1_9 = load(ap + 200);
-        V a2_8 = load(ap + 320);
-        V a2_9 = load(ap + 328);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
-                a2_8 = fmadd(wt2, c, a2_8);
+        {
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a1_8 = load(ap + 192);
+            V a1_9 = load(ap + 200);
+            V a2_8 = load(ap + 320);
+            V a2_9 = load(ap + 328);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                    a2_8 = fmadd(wt2, c, a2_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                    a2_9 = fmadd(wt2, c, a2_9);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-                a2_9 = fmadd(wt2, c, a2_9);
-            }
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 192, a1_8);
+            store(ap + 200, a1_9);
+            store(ap + 320, a2_8);
+            store(ap + 328, a2_9);
         }
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 192, a1_8);
-        store(ap + 200, a1_9);
-        store(ap + 320, a2_8);
-        store(ap + 328, a2_9);
-    }
-    {
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a1_10 = load(ap + 208);
-        V a1_11 = load(ap + 216);
-        V a2_10 = load(ap + 336);
-        V a2_11 = load(ap + 344);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-                a2_10 = fmadd(wt2, c, a2_10);
+        {
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a1_10 = load(ap + 208);
+            V a1_11 = load(ap + 216);
+            V a2_10 = load(ap + 336);
+            V a2_11 = load(ap + 344);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                    a2_10 = fmadd(wt2, c, a2_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                    a2_11 = fmadd(wt2, c, a2_11);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-                a2_11 = fmadd(wt2, c, a2_11);
-            }
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 208, a1_10);
+            store(ap + 216, a1_11);
+            store(ap + 336, a2_10);
+            store(ap + 344, a2_11);
         }
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 208, a1_10);
-        store(ap + 216, a1_11);
-        store(ap + 336, a2_10);
-        store(ap + 344, a2_11);
-    }
-    {
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a1_12 = load(ap + 224);
-        V a1_13 = load(ap + 232);
-        V a2_12 = load(ap + 352);
-        V a2_13 = load(ap + 360);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
-                a2_12 = fmadd(wt2, c, a2_12);
+        {
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a1_12 = load(ap + 224);
+            V a1_13 = load(ap + 232);
+            V a2_12 = load(ap + 352);
+            V a2_13 = load(ap + 360);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                    a2_12 = fmadd(wt2, c, a2_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                    a2_13 = fmadd(wt2, c, a2_13);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-                a2_13 = fmadd(wt2, c, a2_13);
-            }
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 224, a1_12);
+            store(ap + 232, a1_13);
+            store(ap + 352, a2_12);
+            store(ap + 360, a2_13);
         }
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 224, a1_12);
-        store(ap + 232, a1_13);
-        store(ap + 352, a2_12);
-        store(ap + 360, a2_13);
-    }
-    {
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a1_14 = load(ap + 240);
-        V a1_15 = load(ap + 248);
-        V a2_14 = load(ap + 368);
-        V a2_15 = load(ap + 376);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-                a2_14 = fmadd(wt2, c, a2_14);
+        {
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a1_14 = load(ap + 240);
+            V a1_15 = load(ap + 248);
+            V a2_14 = load(ap + 368);
+            V a2_15 = load(ap + 376);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                    a2_14 = fmadd(wt2, c, a2_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<30>(w0));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                    a2_15 = fmadd(wt2, c, a2_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<30>(w0));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-                a2_15 = fmadd(wt2, c, a2_15);
-            }
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 240, a1_14);
+            store(ap + 248, a1_15);
+            store(ap + 368, a2_14);
+            store(ap + 376, a2_15);
         }
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 240, a1_14);
-        store(ap + 248, a1_15);
-        store(ap + 368, a2_14);
-        store(ap + 376, a2_15);
     }
     for (int j = 0; j < 3; ++j)
         for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
-// values of 32 bytes each, in the rotated domain: 8 passes over the values with
-// 2 of each query's 16 accumulator registers live; each centroid register meets every query.
+// values of 32 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 8 passes over the block with 2 of each query's
+// 16 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d128_b2__neon_q4(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     const Table<4> centroids0(cb0::kCentroids);
@@ -683,326 +714,332 @@ static void tq_accumulate_d128_b2__neon_q4(const float* weights, size_t weight_s
     alignas(64) float ap[512];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a1_0 = load(ap + 128);
-        V a1_1 = load(ap + 136);
-        V a2_0 = load(ap + 256);
-        V a2_1 = load(ap + 264);
-        V a3_0 = load(ap + 384);
-        V a3_1 = load(ap + 392);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
-                a3_0 = fmadd(wt3, c, a3_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[4][kWeightBlock];
+        for (int j = 0; j < 4; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a1_0 = load(ap + 128);
+            V a1_1 = load(ap + 136);
+            V a2_0 = load(ap + 256);
+            V a2_1 = load(ap + 264);
+            V a3_0 = load(ap + 384);
+            V a3_1 = load(ap + 392);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                    a3_0 = fmadd(wt3, c, a3_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                    a3_1 = fmadd(wt3, c, a3_1);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-                a3_1 = fmadd(wt3, c, a3_1);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 128, a1_0);
+            store(ap + 136, a1_1);
+            store(ap + 256, a2_0);
+            store(ap + 264, a2_1);
+            store(ap + 384, a3_0);
+            store(ap + 392, a3_1);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 128, a1_0);
-        store(ap + 136, a1_1);
-        store(ap + 256, a2_0);
-        store(ap + 264, a2_1);
-        store(ap + 384, a3_0);
-        store(ap + 392, a3_1);
-    }
-    {
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a1_2 = load(ap + 144);
-        V a1_3 = load(ap + 152);
-        V a2_2 = load(ap + 272);
-        V a2_3 = load(ap + 280);
-        V a3_2 = load(ap + 400);
-        V a3_3 = load(ap + 408);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
-                a3_2 = fmadd(wt3, c, a3_2);
+        {
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a1_2 = load(ap + 144);
+            V a1_3 = load(ap + 152);
+            V a2_2 = load(ap + 272);
+            V a2_3 = load(ap + 280);
+            V a3_2 = load(ap + 400);
+            V a3_3 = load(ap + 408);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                    a3_2 = fmadd(wt3, c, a3_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                    a3_3 = fmadd(wt3, c, a3_3);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-                a3_3 = fmadd(wt3, c, a3_3);
-            }
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 144, a1_2);
+            store(ap + 152, a1_3);
+            store(ap + 272, a2_2);
+            store(ap + 280, a2_3);
+            store(ap + 400, a3_2);
+            store(ap + 408, a3_3);
         }
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 144, a1_2);
-        store(ap + 152, a1_3);
-        store(ap + 272, a2_2);
-        store(ap + 280, a2_3);
-        store(ap + 400, a3_2);
-        store(ap + 408, a3_3);
-    }
-    {
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a1_4 = load(ap + 160);
-        V a1_5 = load(ap + 168);
-        V a2_4 = load(ap + 288);
-        V a2_5 = load(ap + 296);
-        V a3_4 = load(ap + 416);
-        V a3_5 = load(ap + 424);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
-                a3_4 = fmadd(wt3, c, a3_4);
+        {
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a1_4 = load(ap + 160);
+            V a1_5 = load(ap + 168);
+            V a2_4 = load(ap + 288);
+            V a2_5 = load(ap + 296);
+            V a3_4 = load(ap + 416);
+            V a3_5 = load(ap + 424);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                    a3_4 = fmadd(wt3, c, a3_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                    a3_5 = fmadd(wt3, c, a3_5);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-                a3_5 = fmadd(wt3, c, a3_5);
-            }
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 160, a1_4);
+            store(ap + 168, a1_5);
+            store(ap + 288, a2_4);
+            store(ap + 296, a2_5);
+            store(ap + 416, a3_4);
+            store(ap + 424, a3_5);
         }
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 160, a1_4);
-        store(ap + 168, a1_5);
-        store(ap + 288, a2_4);
-        store(ap + 296, a2_5);
-        store(ap + 416, a3_4);
-        store(ap + 424, a3_5);
-    }
-    {
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a1_6 = load(ap + 176);
-        V a1_7 = load(ap + 184);
-        V a2_6 = load(ap + 304);
-        V a2_7 = load(ap + 312);
-        V a3_6 = load(ap + 432);
-        V a3_7 = load(ap + 440);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
-                a3_6 = fmadd(wt3, c, a3_6);
+        {
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a1_6 = load(ap + 176);
+            V a1_7 = load(ap + 184);
+            V a2_6 = load(ap + 304);
+            V a2_7 = load(ap + 312);
+            V a3_6 = load(ap + 432);
+            V a3_7 = load(ap + 440);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                    a3_6 = fmadd(wt3, c, a3_6);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                    a3_7 = fmadd(wt3, c, a3_7);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-                a3_7 = fmadd(wt3, c, a3_7);
-            }
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 176, a1_6);
+            store(ap + 184, a1_7);
+            store(ap + 304, a2_6);
+            store(ap + 312, a2_7);
+            store(ap + 432, a3_6);
+            store(ap + 440, a3_7);
         }
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 176, a1_6);
-        store(ap + 184, a1_7);
-        store(ap + 304, a2_6);
-        store(ap + 312, a2_7);
-        store(ap + 432, a3_6);
-        store(ap + 440, a3_7);
-    }
-    {
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a1_8 = load(ap + 192);
-        V a1_9 = load(ap + 200);
-        V a2_8 = load(ap + 320);
-        V a2_9 = load(ap + 328);
-        V a3_8 = load(ap + 448);
-        V a3_9 = load(ap + 456);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
-                a2_8 = fmadd(wt2, c, a2_8);
-                a3_8 = fmadd(wt3, c, a3_8);
+        {
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a1_8 = load(ap + 192);
+            V a1_9 = load(ap + 200);
+            V a2_8 = load(ap + 320);
+            V a2_9 = load(ap + 328);
+            V a3_8 = load(ap + 448);
+            V a3_9 = load(ap + 456);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                    a2_8 = fmadd(wt2, c, a2_8);
+                    a3_8 = fmadd(wt3, c, a3_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                    a2_9 = fmadd(wt2, c, a2_9);
+                    a3_9 = fmadd(wt3, c, a3_9);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-                a2_9 = fmadd(wt2, c, a2_9);
-                a3_9 = fmadd(wt3, c, a3_9);
-            }
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 192, a1_8);
+            store(ap + 200, a1_9);
+            store(ap + 320, a2_8);
+            store(ap + 328, a2_9);
+            store(ap + 448, a3_8);
+            store(ap + 456, a3_9);
         }
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 192, a1_8);
-        store(ap + 200, a1_9);
-        store(ap + 320, a2_8);
-        store(ap + 328, a2_9);
-        store(ap + 448, a3_8);
-        store(ap + 456, a3_9);
-    }
-    {
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a1_10 = load(ap + 208);
-        V a1_11 = load(ap + 216);
-        V a2_10 = load(ap + 336);
-        V a2_11 = load(ap + 344);
-        V a3_10 = load(ap + 464);
-        V a3_11 = load(ap + 472);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-                a2_10 = fmadd(wt2, c, a2_10);
-                a3_10 = fmadd(wt3, c, a3_10);
+        {
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a1_10 = load(ap + 208);
+            V a1_11 = load(ap + 216);
+            V a2_10 = load(ap + 336);
+            V a2_11 = load(ap + 344);
+            V a3_10 = load(ap + 464);
+            V a3_11 = load(ap + 472);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                    a2_10 = fmadd(wt2, c, a2_10);
+                    a3_10 = fmadd(wt3, c, a3_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                    a2_11 = fmadd(wt2, c, a2_11);
+                    a3_11 = fmadd(wt3, c, a3_11);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-                a2_11 = fmadd(wt2, c, a2_11);
-                a3_11 = fmadd(wt3, c, a3_11);
-            }
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 208, a1_10);
+            store(ap + 216, a1_11);
+            store(ap + 336, a2_10);
+            store(ap + 344, a2_11);
+            store(ap + 464, a3_10);
+            store(ap + 472, a3_11);
         }
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 208, a1_10);
-        store(ap + 216, a1_11);
-        store(ap + 336, a2_10);
-        store(ap + 344, a2_11);
-        store(ap + 464, a3_10);
-        store(ap + 472, a3_11);
-    }
-    {
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a1_12 = load(ap + 224);
-        V a1_13 = load(ap + 232);
-        V a2_12 = load(ap + 352);
-        V a2_13 = load(ap + 360);
-        V a3_12 = load(ap + 480);
-        V a3_13 = load(ap + 488);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
-                a2_12 = fmadd(wt2, c, a2_12);
-                a3_12 = fmadd(wt3, c, a3_12);
+        {
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a1_12 = load(ap + 224);
+            V a1_13 = load(ap + 232);
+            V a2_12 = load(ap + 352);
+            V a2_13 = load(ap + 360);
+            V a3_12 = load(ap + 480);
+            V a3_13 = load(ap + 488);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                    a2_12 = fmadd(wt2, c, a2_12);
+                    a3_12 = fmadd(wt3, c, a3_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                    a2_13 = fmadd(wt2, c, a2_13);
+                    a3_13 = fmadd(wt3, c, a3_13);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-                a2_13 = fmadd(wt2, c, a2_13);
-                a3_13 = fmadd(wt3, c, a3_13);
-            }
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 224, a1_12);
+            store(ap + 232, a1_13);
+            store(ap + 352, a2_12);
+            store(ap + 360, a2_13);
+            store(ap + 480, a3_12);
+            store(ap + 488, a3_13);
         }
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 224, a1_12);
-        store(ap + 232, a1_13);
-        store(ap + 352, a2_12);
-        store(ap + 360, a2_13);
-        store(ap + 480, a3_12);
-        store(ap + 488, a3_13);
-    }
-    {
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a1_14 = load(ap + 240);
-        V a1_15 = load(ap + 248);
-        V a2_14 = load(ap + 368);
-        V a2_15 = load(ap + 376);
-        V a3_14 = load(ap + 496);
-        V a3_15 = load(ap + 504);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 32;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-                a2_14 = fmadd(wt2, c, a2_14);
-                a3_14 = fmadd(wt3, c, a3_14);
+        {
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a1_14 = load(ap + 240);
+            V a1_15 = load(ap + 248);
+            V a2_14 = load(ap + 368);
+            V a2_15 = load(ap + 376);
+            V a3_14 = load(ap + 496);
+            V a3_15 = load(ap + 504);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                    a2_14 = fmadd(wt2, c, a2_14);
+                    a3_14 = fmadd(wt3, c, a3_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<30>(w0));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                    a2_15 = fmadd(wt2, c, a2_15);
+                    a3_15 = fmadd(wt3, c, a3_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<30>(w0));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-                a2_15 = fmadd(wt2, c, a2_15);
-                a3_15 = fmadd(wt3, c, a3_15);
-            }
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 240, a1_14);
+            store(ap + 248, a1_15);
+            store(ap + 368, a2_14);
+            store(ap + 376, a2_15);
+            store(ap + 496, a3_14);
+            store(ap + 504, a3_15);
         }
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 240, a1_14);
-        store(ap + 248, a1_15);
-        store(ap + 368, a2_14);
-        store(ap + 376, a2_15);
-        store(ap + 496, a3_14);
-        store(ap + 504, a3_15);
     }
     for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];

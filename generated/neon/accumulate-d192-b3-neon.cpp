@@ -12,1300 +12,1337 @@
 namespace tq::neon {
 
 static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+constexpr size_t kWeightBlock = 64;  // values whose weight products are kept for every register pass
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 1 query j over n packed
-// values of 72 bytes each, in the rotated domain: 1 pass over the values with
-// 24 of each query's 24 accumulator registers live; each centroid register meets every query.
+// values of 72 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 1 pass over the block with 24 of each query's
+// 24 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d192_b3__neon_q1(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
     const Table<8> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a0_8 = load(acc + 0 * acc_stride + 64);
-        V a0_9 = load(acc + 0 * acc_stride + 72);
-        V a0_10 = load(acc + 0 * acc_stride + 80);
-        V a0_11 = load(acc + 0 * acc_stride + 88);
-        V a0_12 = load(acc + 0 * acc_stride + 96);
-        V a0_13 = load(acc + 0 * acc_stride + 104);
-        V a0_14 = load(acc + 0 * acc_stride + 112);
-        V a0_15 = load(acc + 0 * acc_stride + 120);
-        V a0_16 = load(acc + 0 * acc_stride + 128);
-        V a0_17 = load(acc + 0 * acc_stride + 136);
-        V a0_18 = load(acc + 0 * acc_stride + 144);
-        V a0_19 = load(acc + 0 * acc_stride + 152);
-        V a0_20 = load(acc + 0 * acc_stride + 160);
-        V a0_21 = load(acc + 0 * acc_stride + 168);
-        V a0_22 = load(acc + 0 * acc_stride + 176);
-        V a0_23 = load(acc + 0 * acc_stride + 184);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
-                a0_0 = fmadd(wt0, c, a0_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[1][kWeightBlock];
+        for (int j = 0; j < 1; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a0_8 = load(acc + 0 * acc_stride + 64);
+            V a0_9 = load(acc + 0 * acc_stride + 72);
+            V a0_10 = load(acc + 0 * acc_stride + 80);
+            V a0_11 = load(acc + 0 * acc_stride + 88);
+            V a0_12 = load(acc + 0 * acc_stride + 96);
+            V a0_13 = load(acc + 0 * acc_stride + 104);
+            V a0_14 = load(acc + 0 * acc_stride + 112);
+            V a0_15 = load(acc + 0 * acc_stride + 120);
+            V a0_16 = load(acc + 0 * acc_stride + 128);
+            V a0_17 = load(acc + 0 * acc_stride + 136);
+            V a0_18 = load(acc + 0 * acc_stride + 144);
+            V a0_19 = load(acc + 0 * acc_stride + 152);
+            V a0_20 = load(acc + 0 * acc_stride + 160);
+            V a0_21 = load(acc + 0 * acc_stride + 168);
+            V a0_22 = load(acc + 0 * acc_stride + 176);
+            V a0_23 = load(acc + 0 * acc_stride + 184);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
+                    a0_16 = fmadd(wt0, c, a0_16);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
-                a0_1 = fmadd(wt0, c, a0_1);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
-                a0_2 = fmadd(wt0, c, a0_2);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
-                a0_3 = fmadd(wt0, c, a0_3);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
-                a0_4 = fmadd(wt0, c, a0_4);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
-                a0_5 = fmadd(wt0, c, a0_5);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
-                a0_6 = fmadd(wt0, c, a0_6);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
-                a0_7 = fmadd(wt0, c, a0_7);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
-                a0_8 = fmadd(wt0, c, a0_8);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
-                a0_9 = fmadd(wt0, c, a0_9);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
-                a0_10 = fmadd(wt0, c, a0_10);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
-                a0_11 = fmadd(wt0, c, a0_11);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
-                a0_12 = fmadd(wt0, c, a0_12);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
-                a0_13 = fmadd(wt0, c, a0_13);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
-                a0_14 = fmadd(wt0, c, a0_14);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
-                a0_15 = fmadd(wt0, c, a0_15);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
-                a0_16 = fmadd(wt0, c, a0_16);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
-                a0_17 = fmadd(wt0, c, a0_17);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
-                a0_18 = fmadd(wt0, c, a0_18);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
-                a0_19 = fmadd(wt0, c, a0_19);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
-                a0_20 = fmadd(wt0, c, a0_20);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
-                a0_21 = fmadd(wt0, c, a0_21);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
-                a0_22 = fmadd(wt0, c, a0_22);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
-                a0_23 = fmadd(wt0, c, a0_23);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 0 * acc_stride + 64, a0_8);
+            store(acc + 0 * acc_stride + 72, a0_9);
+            store(acc + 0 * acc_stride + 80, a0_10);
+            store(acc + 0 * acc_stride + 88, a0_11);
+            store(acc + 0 * acc_stride + 96, a0_12);
+            store(acc + 0 * acc_stride + 104, a0_13);
+            store(acc + 0 * acc_stride + 112, a0_14);
+            store(acc + 0 * acc_stride + 120, a0_15);
+            store(acc + 0 * acc_stride + 128, a0_16);
+            store(acc + 0 * acc_stride + 136, a0_17);
+            store(acc + 0 * acc_stride + 144, a0_18);
+            store(acc + 0 * acc_stride + 152, a0_19);
+            store(acc + 0 * acc_stride + 160, a0_20);
+            store(acc + 0 * acc_stride + 168, a0_21);
+            store(acc + 0 * acc_stride + 176, a0_22);
+            store(acc + 0 * acc_stride + 184, a0_23);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 0 * acc_stride + 64, a0_8);
-        store(acc + 0 * acc_stride + 72, a0_9);
-        store(acc + 0 * acc_stride + 80, a0_10);
-        store(acc + 0 * acc_stride + 88, a0_11);
-        store(acc + 0 * acc_stride + 96, a0_12);
-        store(acc + 0 * acc_stride + 104, a0_13);
-        store(acc + 0 * acc_stride + 112, a0_14);
-        store(acc + 0 * acc_stride + 120, a0_15);
-        store(acc + 0 * acc_stride + 128, a0_16);
-        store(acc + 0 * acc_stride + 136, a0_17);
-        store(acc + 0 * acc_stride + 144, a0_18);
-        store(acc + 0 * acc_stride + 152, a0_19);
-        store(acc + 0 * acc_stride + 160, a0_20);
-        store(acc + 0 * acc_stride + 168, a0_21);
-        store(acc + 0 * acc_stride + 176, a0_22);
-        store(acc + 0 * acc_stride + 184, a0_23);
     }
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
-// values of 72 bytes each, in the rotated domain: 6 passes over the values with
-// 4 of each query's 24 accumulator registers live; each centroid register meets every query.
+// values of 72 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 6 passes over the block with 4 of each query's
+// 24 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d192_b3__neon_q2(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
     const Table<8> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a1_0 = load(acc + 1 * acc_stride + 0);
-        V a1_1 = load(acc + 1 * acc_stride + 8);
-        V a1_2 = load(acc + 1 * acc_stride + 16);
-        V a1_3 = load(acc + 1 * acc_stride + 24);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[2][kWeightBlock];
+        for (int j = 0; j < 2; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 1 * acc_stride + 24, a1_3);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 1 * acc_stride + 0, a1_0);
-        store(acc + 1 * acc_stride + 8, a1_1);
-        store(acc + 1 * acc_stride + 16, a1_2);
-        store(acc + 1 * acc_stride + 24, a1_3);
-    }
-    {
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a1_4 = load(acc + 1 * acc_stride + 32);
-        V a1_5 = load(acc + 1 * acc_stride + 40);
-        V a1_6 = load(acc + 1 * acc_stride + 48);
-        V a1_7 = load(acc + 1 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 1 * acc_stride + 56, a1_7);
         }
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 1 * acc_stride + 32, a1_4);
-        store(acc + 1 * acc_stride + 40, a1_5);
-        store(acc + 1 * acc_stride + 48, a1_6);
-        store(acc + 1 * acc_stride + 56, a1_7);
-    }
-    {
-        V a0_8 = load(acc + 0 * acc_stride + 64);
-        V a0_9 = load(acc + 0 * acc_stride + 72);
-        V a0_10 = load(acc + 0 * acc_stride + 80);
-        V a0_11 = load(acc + 0 * acc_stride + 88);
-        V a1_8 = load(acc + 1 * acc_stride + 64);
-        V a1_9 = load(acc + 1 * acc_stride + 72);
-        V a1_10 = load(acc + 1 * acc_stride + 80);
-        V a1_11 = load(acc + 1 * acc_stride + 88);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
+        {
+            V a0_8 = load(acc + 0 * acc_stride + 64);
+            V a0_9 = load(acc + 0 * acc_stride + 72);
+            V a0_10 = load(acc + 0 * acc_stride + 80);
+            V a0_11 = load(acc + 0 * acc_stride + 88);
+            V a1_8 = load(acc + 1 * acc_stride + 64);
+            V a1_9 = load(acc + 1 * acc_stride + 72);
+            V a1_10 = load(acc + 1 * acc_stride + 80);
+            V a1_11 = load(acc + 1 * acc_stride + 88);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-            }
+            store(acc + 0 * acc_stride + 64, a0_8);
+            store(acc + 0 * acc_stride + 72, a0_9);
+            store(acc + 0 * acc_stride + 80, a0_10);
+            store(acc + 0 * acc_stride + 88, a0_11);
+            store(acc + 1 * acc_stride + 64, a1_8);
+            store(acc + 1 * acc_stride + 72, a1_9);
+            store(acc + 1 * acc_stride + 80, a1_10);
+            store(acc + 1 * acc_stride + 88, a1_11);
         }
-        store(acc + 0 * acc_stride + 64, a0_8);
-        store(acc + 0 * acc_stride + 72, a0_9);
-        store(acc + 0 * acc_stride + 80, a0_10);
-        store(acc + 0 * acc_stride + 88, a0_11);
-        store(acc + 1 * acc_stride + 64, a1_8);
-        store(acc + 1 * acc_stride + 72, a1_9);
-        store(acc + 1 * acc_stride + 80, a1_10);
-        store(acc + 1 * acc_stride + 88, a1_11);
-    }
-    {
-        V a0_12 = load(acc + 0 * acc_stride + 96);
-        V a0_13 = load(acc + 0 * acc_stride + 104);
-        V a0_14 = load(acc + 0 * acc_stride + 112);
-        V a0_15 = load(acc + 0 * acc_stride + 120);
-        V a1_12 = load(acc + 1 * acc_stride + 96);
-        V a1_13 = load(acc + 1 * acc_stride + 104);
-        V a1_14 = load(acc + 1 * acc_stride + 112);
-        V a1_15 = load(acc + 1 * acc_stride + 120);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
+        {
+            V a0_12 = load(acc + 0 * acc_stride + 96);
+            V a0_13 = load(acc + 0 * acc_stride + 104);
+            V a0_14 = load(acc + 0 * acc_stride + 112);
+            V a0_15 = load(acc + 0 * acc_stride + 120);
+            V a1_12 = load(acc + 1 * acc_stride + 96);
+            V a1_13 = load(acc + 1 * acc_stride + 104);
+            V a1_14 = load(acc + 1 * acc_stride + 112);
+            V a1_15 = load(acc + 1 * acc_stride + 120);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-            }
+            store(acc + 0 * acc_stride + 96, a0_12);
+            store(acc + 0 * acc_stride + 104, a0_13);
+            store(acc + 0 * acc_stride + 112, a0_14);
+            store(acc + 0 * acc_stride + 120, a0_15);
+            store(acc + 1 * acc_stride + 96, a1_12);
+            store(acc + 1 * acc_stride + 104, a1_13);
+            store(acc + 1 * acc_stride + 112, a1_14);
+            store(acc + 1 * acc_stride + 120, a1_15);
         }
-        store(acc + 0 * acc_stride + 96, a0_12);
-        store(acc + 0 * acc_stride + 104, a0_13);
-        store(acc + 0 * acc_stride + 112, a0_14);
-        store(acc + 0 * acc_stride + 120, a0_15);
-        store(acc + 1 * acc_stride + 96, a1_12);
-        store(acc + 1 * acc_stride + 104, a1_13);
-        store(acc + 1 * acc_stride + 112, a1_14);
-        store(acc + 1 * acc_stride + 120, a1_15);
-    }
-    {
-        V a0_16 = load(acc + 0 * acc_stride + 128);
-        V a0_17 = load(acc + 0 * acc_stride + 136);
-        V a0_18 = load(acc + 0 * acc_stride + 144);
-        V a0_19 = load(acc + 0 * acc_stride + 152);
-        V a1_16 = load(acc + 1 * acc_stride + 128);
-        V a1_17 = load(acc + 1 * acc_stride + 136);
-        V a1_18 = load(acc + 1 * acc_stride + 144);
-        V a1_19 = load(acc + 1 * acc_stride + 152);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
-                a0_16 = fmadd(wt0, c, a0_16);
-                a1_16 = fmadd(wt1, c, a1_16);
+        {
+            V a0_16 = load(acc + 0 * acc_stride + 128);
+            V a0_17 = load(acc + 0 * acc_stride + 136);
+            V a0_18 = load(acc + 0 * acc_stride + 144);
+            V a0_19 = load(acc + 0 * acc_stride + 152);
+            V a1_16 = load(acc + 1 * acc_stride + 128);
+            V a1_17 = load(acc + 1 * acc_stride + 136);
+            V a1_18 = load(acc + 1 * acc_stride + 144);
+            V a1_19 = load(acc + 1 * acc_stride + 152);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
+                    a0_16 = fmadd(wt0, c, a0_16);
+                    a1_16 = fmadd(wt1, c, a1_16);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                    a1_17 = fmadd(wt1, c, a1_17);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                    a1_18 = fmadd(wt1, c, a1_18);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                    a1_19 = fmadd(wt1, c, a1_19);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
-                a0_17 = fmadd(wt0, c, a0_17);
-                a1_17 = fmadd(wt1, c, a1_17);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
-                a0_18 = fmadd(wt0, c, a0_18);
-                a1_18 = fmadd(wt1, c, a1_18);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
-                a0_19 = fmadd(wt0, c, a0_19);
-                a1_19 = fmadd(wt1, c, a1_19);
-            }
+            store(acc + 0 * acc_stride + 128, a0_16);
+            store(acc + 0 * acc_stride + 136, a0_17);
+            store(acc + 0 * acc_stride + 144, a0_18);
+            store(acc + 0 * acc_stride + 152, a0_19);
+            store(acc + 1 * acc_stride + 128, a1_16);
+            store(acc + 1 * acc_stride + 136, a1_17);
+            store(acc + 1 * acc_stride + 144, a1_18);
+            store(acc + 1 * acc_stride + 152, a1_19);
         }
-        store(acc + 0 * acc_stride + 128, a0_16);
-        store(acc + 0 * acc_stride + 136, a0_17);
-        store(acc + 0 * acc_stride + 144, a0_18);
-        store(acc + 0 * acc_stride + 152, a0_19);
-        store(acc + 1 * acc_stride + 128, a1_16);
-        store(acc + 1 * acc_stride + 136, a1_17);
-        store(acc + 1 * acc_stride + 144, a1_18);
-        store(acc + 1 * acc_stride + 152, a1_19);
-    }
-    {
-        V a0_20 = load(acc + 0 * acc_stride + 160);
-        V a0_21 = load(acc + 0 * acc_stride + 168);
-        V a0_22 = load(acc + 0 * acc_stride + 176);
-        V a0_23 = load(acc + 0 * acc_stride + 184);
-        V a1_20 = load(acc + 1 * acc_stride + 160);
-        V a1_21 = load(acc + 1 * acc_stride + 168);
-        V a1_22 = load(acc + 1 * acc_stride + 176);
-        V a1_23 = load(acc + 1 * acc_stride + 184);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
-                a0_20 = fmadd(wt0, c, a0_20);
-                a1_20 = fmadd(wt1, c, a1_20);
+        {
+            V a0_20 = load(acc + 0 * acc_stride + 160);
+            V a0_21 = load(acc + 0 * acc_stride + 168);
+            V a0_22 = load(acc + 0 * acc_stride + 176);
+            V a0_23 = load(acc + 0 * acc_stride + 184);
+            V a1_20 = load(acc + 1 * acc_stride + 160);
+            V a1_21 = load(acc + 1 * acc_stride + 168);
+            V a1_22 = load(acc + 1 * acc_stride + 176);
+            V a1_23 = load(acc + 1 * acc_stride + 184);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                    a1_20 = fmadd(wt1, c, a1_20);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                    a1_21 = fmadd(wt1, c, a1_21);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                    a1_22 = fmadd(wt1, c, a1_22);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                    a1_23 = fmadd(wt1, c, a1_23);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
-                a0_21 = fmadd(wt0, c, a0_21);
-                a1_21 = fmadd(wt1, c, a1_21);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
-                a0_22 = fmadd(wt0, c, a0_22);
-                a1_22 = fmadd(wt1, c, a1_22);
-            }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
-                a0_23 = fmadd(wt0, c, a0_23);
-                a1_23 = fmadd(wt1, c, a1_23);
-            }
+            store(acc + 0 * acc_stride + 160, a0_20);
+            store(acc + 0 * acc_stride + 168, a0_21);
+            store(acc + 0 * acc_stride + 176, a0_22);
+            store(acc + 0 * acc_stride + 184, a0_23);
+            store(acc + 1 * acc_stride + 160, a1_20);
+            store(acc + 1 * acc_stride + 168, a1_21);
+            store(acc + 1 * acc_stride + 176, a1_22);
+            store(acc + 1 * acc_stride + 184, a1_23);
         }
-        store(acc + 0 * acc_stride + 160, a0_20);
-        store(acc + 0 * acc_stride + 168, a0_21);
-        store(acc + 0 * acc_stride + 176, a0_22);
-        store(acc + 0 * acc_stride + 184, a0_23);
-        store(acc + 1 * acc_stride + 160, a1_20);
-        store(acc + 1 * acc_stride + 168, a1_21);
-        store(acc + 1 * acc_stride + 176, a1_22);
-        store(acc + 1 * acc_stride + 184, a1_23);
     }
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
-// values of 72 bytes each, in the rotated domain: 12 passes over the values with
-// 2 of each query's 24 accumulator registers live; each centroid register meets every query.
+// values of 72 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 12 passes over the block with 2 of each query's
+// 24 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d192_b3__neon_q3(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
     const Table<8> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a1_0 = load(acc + 1 * acc_stride + 0);
-        V a1_1 = load(acc + 1 * acc_stride + 8);
-        V a2_0 = load(acc + 2 * acc_stride + 0);
-        V a2_1 = load(acc + 2 * acc_stride + 8);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[3][kWeightBlock];
+        for (int j = 0; j < 3; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a2_0 = load(acc + 2 * acc_stride + 0);
+            V a2_1 = load(acc + 2 * acc_stride + 8);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 2 * acc_stride + 0, a2_0);
+            store(acc + 2 * acc_stride + 8, a2_1);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 1 * acc_stride + 0, a1_0);
-        store(acc + 1 * acc_stride + 8, a1_1);
-        store(acc + 2 * acc_stride + 0, a2_0);
-        store(acc + 2 * acc_stride + 8, a2_1);
-    }
-    {
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a1_2 = load(acc + 1 * acc_stride + 16);
-        V a1_3 = load(acc + 1 * acc_stride + 24);
-        V a2_2 = load(acc + 2 * acc_stride + 16);
-        V a2_3 = load(acc + 2 * acc_stride + 24);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
+        {
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            V a2_2 = load(acc + 2 * acc_stride + 16);
+            V a2_3 = load(acc + 2 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-            }
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 1 * acc_stride + 24, a1_3);
+            store(acc + 2 * acc_stride + 16, a2_2);
+            store(acc + 2 * acc_stride + 24, a2_3);
         }
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 1 * acc_stride + 16, a1_2);
-        store(acc + 1 * acc_stride + 24, a1_3);
-        store(acc + 2 * acc_stride + 16, a2_2);
-        store(acc + 2 * acc_stride + 24, a2_3);
-    }
-    {
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a1_4 = load(acc + 1 * acc_stride + 32);
-        V a1_5 = load(acc + 1 * acc_stride + 40);
-        V a2_4 = load(acc + 2 * acc_stride + 32);
-        V a2_5 = load(acc + 2 * acc_stride + 40);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a2_4 = load(acc + 2 * acc_stride + 32);
+            V a2_5 = load(acc + 2 * acc_stride + 40);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 2 * acc_stride + 32, a2_4);
+            store(acc + 2 * acc_stride + 40, a2_5);
         }
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 1 * acc_stride + 32, a1_4);
-        store(acc + 1 * acc_stride + 40, a1_5);
-        store(acc + 2 * acc_stride + 32, a2_4);
-        store(acc + 2 * acc_stride + 40, a2_5);
-    }
-    {
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a1_6 = load(acc + 1 * acc_stride + 48);
-        V a1_7 = load(acc + 1 * acc_stride + 56);
-        V a2_6 = load(acc + 2 * acc_stride + 48);
-        V a2_7 = load(acc + 2 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
+        {
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            V a2_6 = load(acc + 2 * acc_stride + 48);
+            V a2_7 = load(acc + 2 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-            }
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 1 * acc_stride + 56, a1_7);
+            store(acc + 2 * acc_stride + 48, a2_6);
+            store(acc + 2 * acc_stride + 56, a2_7);
         }
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 1 * acc_stride + 48, a1_6);
-        store(acc + 1 * acc_stride + 56, a1_7);
-        store(acc + 2 * acc_stride + 48, a2_6);
-        store(acc + 2 * acc_stride + 56, a2_7);
-    }
-    {
-        V a0_8 = load(acc + 0 * acc_stride + 64);
-        V a0_9 = load(acc + 0 * acc_stride + 72);
-        V a1_8 = load(acc + 1 * acc_stride + 64);
-        V a1_9 = load(acc + 1 * acc_stride + 72);
-        V a2_8 = load(acc + 2 * acc_stride + 64);
-        V a2_9 = load(acc + 2 * acc_stride + 72);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
-                a2_8 = fmadd(wt2, c, a2_8);
+        {
+            V a0_8 = load(acc + 0 * acc_stride + 64);
+            V a0_9 = load(acc + 0 * acc_stride + 72);
+            V a1_8 = load(acc + 1 * acc_stride + 64);
+            V a1_9 = load(acc + 1 * acc_stride + 72);
+            V a2_8 = load(acc + 2 * acc_stride + 64);
+            V a2_9 = load(acc + 2 * acc_stride + 72);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                    a2_8 = fmadd(wt2, c, a2_8);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                    a2_9 = fmadd(wt2, c, a2_9);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-                a2_9 = fmadd(wt2, c, a2_9);
-            }
+            store(acc + 0 * acc_stride + 64, a0_8);
+            store(acc + 0 * acc_stride + 72, a0_9);
+            store(acc + 1 * acc_stride + 64, a1_8);
+            store(acc + 1 * acc_stride + 72, a1_9);
+            store(acc + 2 * acc_stride + 64, a2_8);
+            store(acc + 2 * acc_stride + 72, a2_9);
         }
-        store(acc + 0 * acc_stride + 64, a0_8);
-        store(acc + 0 * acc_stride + 72, a0_9);
-        store(acc + 1 * acc_stride + 64, a1_8);
-        store(acc + 1 * acc_stride + 72, a1_9);
-        store(acc + 2 * acc_stride + 64, a2_8);
-        store(acc + 2 * acc_stride + 72, a2_9);
-    }
-    {
-        V a0_10 = load(acc + 0 * acc_stride + 80);
-        V a0_11 = load(acc + 0 * acc_stride + 88);
-        V a1_10 = load(acc + 1 * acc_stride + 80);
-        V a1_11 = load(acc + 1 * acc_stride + 88);
-        V a2_10 = load(acc + 2 * acc_stride + 80);
-        V a2_11 = load(acc + 2 * acc_stride + 88);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-                a2_10 = fmadd(wt2, c, a2_10);
+        {
+            V a0_10 = load(acc + 0 * acc_stride + 80);
+            V a0_11 = load(acc + 0 * acc_stride + 88);
+            V a1_10 = load(acc + 1 * acc_stride + 80);
+            V a1_11 = load(acc + 1 * acc_stride + 88);
+            V a2_10 = load(acc + 2 * acc_stride + 80);
+            V a2_11 = load(acc + 2 * acc_stride + 88);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                    a2_10 = fmadd(wt2, c, a2_10);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                    a2_11 = fmadd(wt2, c, a2_11);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-                a2_11 = fmadd(wt2, c, a2_11);
-            }
+            store(acc + 0 * acc_stride + 80, a0_10);
+            store(acc + 0 * acc_stride + 88, a0_11);
+            store(acc + 1 * acc_stride + 80, a1_10);
+            store(acc + 1 * acc_stride + 88, a1_11);
+            store(acc + 2 * acc_stride + 80, a2_10);
+            store(acc + 2 * acc_stride + 88, a2_11);
         }
-        store(acc + 0 * acc_stride + 80, a0_10);
-        store(acc + 0 * acc_stride + 88, a0_11);
-        store(acc + 1 * acc_stride + 80, a1_10);
-        store(acc + 1 * acc_stride + 88, a1_11);
-        store(acc + 2 * acc_stride + 80, a2_10);
-        store(acc + 2 * acc_stride + 88, a2_11);
-    }
-    {
-        V a0_12 = load(acc + 0 * acc_stride + 96);
-        V a0_13 = load(acc + 0 * acc_stride + 104);
-        V a1_12 = load(acc + 1 * acc_stride + 96);
-        V a1_13 = load(acc + 1 * acc_stride + 104);
-        V a2_12 = load(acc + 2 * acc_stride + 96);
-        V a2_13 = load(acc + 2 * acc_stride + 104);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
-                a2_12 = fmadd(wt2, c, a2_12);
+        {
+            V a0_12 = load(acc + 0 * acc_stride + 96);
+            V a0_13 = load(acc + 0 * acc_stride + 104);
+            V a1_12 = load(acc + 1 * acc_stride + 96);
+            V a1_13 = load(acc + 1 * acc_stride + 104);
+            V a2_12 = load(acc + 2 * acc_stride + 96);
+            V a2_13 = load(acc + 2 * acc_stride + 104);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                    a2_12 = fmadd(wt2, c, a2_12);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                    a2_13 = fmadd(wt2, c, a2_13);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-                a2_13 = fmadd(wt2, c, a2_13);
-            }
+            store(acc + 0 * acc_stride + 96, a0_12);
+            store(acc + 0 * acc_stride + 104, a0_13);
+            store(acc + 1 * acc_stride + 96, a1_12);
+            store(acc + 1 * acc_stride + 104, a1_13);
+            store(acc + 2 * acc_stride + 96, a2_12);
+            store(acc + 2 * acc_stride + 104, a2_13);
         }
-        store(acc + 0 * acc_stride + 96, a0_12);
-        store(acc + 0 * acc_stride + 104, a0_13);
-        store(acc + 1 * acc_stride + 96, a1_12);
-        store(acc + 1 * acc_stride + 104, a1_13);
-        store(acc + 2 * acc_stride + 96, a2_12);
-        store(acc + 2 * acc_stride + 104, a2_13);
-    }
-    {
-        V a0_14 = load(acc + 0 * acc_stride + 112);
-        V a0_15 = load(acc + 0 * acc_stride + 120);
-        V a1_14 = load(acc + 1 * acc_stride + 112);
-        V a1_15 = load(acc + 1 * acc_stride + 120);
-        V a2_14 = load(acc + 2 * acc_stride + 112);
-        V a2_15 = load(acc + 2 * acc_stride + 120);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-                a2_14 = fmadd(wt2, c, a2_14);
+        {
+            V a0_14 = load(acc + 0 * acc_stride + 112);
+            V a0_15 = load(acc + 0 * acc_stride + 120);
+            V a1_14 = load(acc + 1 * acc_stride + 112);
+            V a1_15 = load(acc + 1 * acc_stride + 120);
+            V a2_14 = load(acc + 2 * acc_stride + 112);
+            V a2_15 = load(acc + 2 * acc_stride + 120);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                    a2_14 = fmadd(wt2, c, a2_14);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                    a2_15 = fmadd(wt2, c, a2_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-                a2_15 = fmadd(wt2, c, a2_15);
-            }
+            store(acc + 0 * acc_stride + 112, a0_14);
+            store(acc + 0 * acc_stride + 120, a0_15);
+            store(acc + 1 * acc_stride + 112, a1_14);
+            store(acc + 1 * acc_stride + 120, a1_15);
+            store(acc + 2 * acc_stride + 112, a2_14);
+            store(acc + 2 * acc_stride + 120, a2_15);
         }
-        store(acc + 0 * acc_stride + 112, a0_14);
-        store(acc + 0 * acc_stride + 120, a0_15);
-        store(acc + 1 * acc_stride + 112, a1_14);
-        store(acc + 1 * acc_stride + 120, a1_15);
-        store(acc + 2 * acc_stride + 112, a2_14);
-        store(acc + 2 * acc_stride + 120, a2_15);
-    }
-    {
-        V a0_16 = load(acc + 0 * acc_stride + 128);
-        V a0_17 = load(acc + 0 * acc_stride + 136);
-        V a1_16 = load(acc + 1 * acc_stride + 128);
-        V a1_17 = load(acc + 1 * acc_stride + 136);
-        V a2_16 = load(acc + 2 * acc_stride + 128);
-        V a2_17 = load(acc + 2 * acc_stride + 136);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
-                a0_16 = fmadd(wt0, c, a0_16);
-                a1_16 = fmadd(wt1, c, a1_16);
-                a2_16 = fmadd(wt2, c, a2_16);
+        {
+            V a0_16 = load(acc + 0 * acc_stride + 128);
+            V a0_17 = load(acc + 0 * acc_stride + 136);
+            V a1_16 = load(acc + 1 * acc_stride + 128);
+            V a1_17 = load(acc + 1 * acc_stride + 136);
+            V a2_16 = load(acc + 2 * acc_stride + 128);
+            V a2_17 = load(acc + 2 * acc_stride + 136);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
+                    a0_16 = fmadd(wt0, c, a0_16);
+                    a1_16 = fmadd(wt1, c, a1_16);
+                    a2_16 = fmadd(wt2, c, a2_16);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                    a1_17 = fmadd(wt1, c, a1_17);
+                    a2_17 = fmadd(wt2, c, a2_17);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
-                a0_17 = fmadd(wt0, c, a0_17);
-                a1_17 = fmadd(wt1, c, a1_17);
-                a2_17 = fmadd(wt2, c, a2_17);
-            }
+            store(acc + 0 * acc_stride + 128, a0_16);
+            store(acc + 0 * acc_stride + 136, a0_17);
+            store(acc + 1 * acc_stride + 128, a1_16);
+            store(acc + 1 * acc_stride + 136, a1_17);
+            store(acc + 2 * acc_stride + 128, a2_16);
+            store(acc + 2 * acc_stride + 136, a2_17);
         }
-        store(acc + 0 * acc_stride + 128, a0_16);
-        store(acc + 0 * acc_stride + 136, a0_17);
-        store(acc + 1 * acc_stride + 128, a1_16);
-        store(acc + 1 * acc_stride + 136, a1_17);
-        store(acc + 2 * acc_stride + 128, a2_16);
-        store(acc + 2 * acc_stride + 136, a2_17);
-    }
-    {
-        V a0_18 = load(acc + 0 * acc_stride + 144);
-        V a0_19 = load(acc + 0 * acc_stride + 152);
-        V a1_18 = load(acc + 1 * acc_stride + 144);
-        V a1_19 = load(acc + 1 * acc_stride + 152);
-        V a2_18 = load(acc + 2 * acc_stride + 144);
-        V a2_19 = load(acc + 2 * acc_stride + 152);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
-                a0_18 = fmadd(wt0, c, a0_18);
-                a1_18 = fmadd(wt1, c, a1_18);
-                a2_18 = fmadd(wt2, c, a2_18);
+        {
+            V a0_18 = load(acc + 0 * acc_stride + 144);
+            V a0_19 = load(acc + 0 * acc_stride + 152);
+            V a1_18 = load(acc + 1 * acc_stride + 144);
+            V a1_19 = load(acc + 1 * acc_stride + 152);
+            V a2_18 = load(acc + 2 * acc_stride + 144);
+            V a2_19 = load(acc + 2 * acc_stride + 152);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                    a1_18 = fmadd(wt1, c, a1_18);
+                    a2_18 = fmadd(wt2, c, a2_18);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                    a1_19 = fmadd(wt1, c, a1_19);
+                    a2_19 = fmadd(wt2, c, a2_19);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
-                a0_19 = fmadd(wt0, c, a0_19);
-                a1_19 = fmadd(wt1, c, a1_19);
-                a2_19 = fmadd(wt2, c, a2_19);
-            }
+            store(acc + 0 * acc_stride + 144, a0_18);
+            store(acc + 0 * acc_stride + 152, a0_19);
+            store(acc + 1 * acc_stride + 144, a1_18);
+            store(acc + 1 * acc_stride + 152, a1_19);
+            store(acc + 2 * acc_stride + 144, a2_18);
+            store(acc + 2 * acc_stride + 152, a2_19);
         }
-        store(acc + 0 * acc_stride + 144, a0_18);
-        store(acc + 0 * acc_stride + 152, a0_19);
-        store(acc + 1 * acc_stride + 144, a1_18);
-        store(acc + 1 * acc_stride + 152, a1_19);
-        store(acc + 2 * acc_stride + 144, a2_18);
-        store(acc + 2 * acc_stride + 152, a2_19);
-    }
-    {
-        V a0_20 = load(acc + 0 * acc_stride + 160);
-        V a0_21 = load(acc + 0 * acc_stride + 168);
-        V a1_20 = load(acc + 1 * acc_stride + 160);
-        V a1_21 = load(acc + 1 * acc_stride + 168);
-        V a2_20 = load(acc + 2 * acc_stride + 160);
-        V a2_21 = load(acc + 2 * acc_stride + 168);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
-                a0_20 = fmadd(wt0, c, a0_20);
-                a1_20 = fmadd(wt1, c, a1_20);
-                a2_20 = fmadd(wt2, c, a2_20);
+        {
+            V a0_20 = load(acc + 0 * acc_stride + 160);
+            V a0_21 = load(acc + 0 * acc_stride + 168);
+            V a1_20 = load(acc + 1 * acc_stride + 160);
+            V a1_21 = load(acc + 1 * acc_stride + 168);
+            V a2_20 = load(acc + 2 * acc_stride + 160);
+            V a2_21 = load(acc + 2 * acc_stride + 168);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                    a1_20 = fmadd(wt1, c, a1_20);
+                    a2_20 = fmadd(wt2, c, a2_20);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                    a1_21 = fmadd(wt1, c, a1_21);
+                    a2_21 = fmadd(wt2, c, a2_21);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
-                a0_21 = fmadd(wt0, c, a0_21);
-                a1_21 = fmadd(wt1, c, a1_21);
-                a2_21 = fmadd(wt2, c, a2_21);
-            }
+            store(acc + 0 * acc_stride + 160, a0_20);
+            store(acc + 0 * acc_stride + 168, a0_21);
+            store(acc + 1 * acc_stride + 160, a1_20);
+            store(acc + 1 * acc_stride + 168, a1_21);
+            store(acc + 2 * acc_stride + 160, a2_20);
+            store(acc + 2 * acc_stride + 168, a2_21);
         }
-        store(acc + 0 * acc_stride + 160, a0_20);
-        store(acc + 0 * acc_stride + 168, a0_21);
-        store(acc + 1 * acc_stride + 160, a1_20);
-        store(acc + 1 * acc_stride + 168, a1_21);
-        store(acc + 2 * acc_stride + 160, a2_20);
-        store(acc + 2 * acc_stride + 168, a2_21);
-    }
-    {
-        V a0_22 = load(acc + 0 * acc_stride + 176);
-        V a0_23 = load(acc + 0 * acc_stride + 184);
-        V a1_22 = load(acc + 1 * acc_stride + 176);
-        V a1_23 = load(acc + 1 * acc_stride + 184);
-        V a2_22 = load(acc + 2 * acc_stride + 176);
-        V a2_23 = load(acc + 2 * acc_stride + 184);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
-                a0_22 = fmadd(wt0, c, a0_22);
-                a1_22 = fmadd(wt1, c, a1_22);
-                a2_22 = fmadd(wt2, c, a2_22);
+        {
+            V a0_22 = load(acc + 0 * acc_stride + 176);
+            V a0_23 = load(acc + 0 * acc_stride + 184);
+            V a1_22 = load(acc + 1 * acc_stride + 176);
+            V a1_23 = load(acc + 1 * acc_stride + 184);
+            V a2_22 = load(acc + 2 * acc_stride + 176);
+            V a2_23 = load(acc + 2 * acc_stride + 184);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                    a1_22 = fmadd(wt1, c, a1_22);
+                    a2_22 = fmadd(wt2, c, a2_22);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                    a1_23 = fmadd(wt1, c, a1_23);
+                    a2_23 = fmadd(wt2, c, a2_23);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
-                a0_23 = fmadd(wt0, c, a0_23);
-                a1_23 = fmadd(wt1, c, a1_23);
-                a2_23 = fmadd(wt2, c, a2_23);
-            }
+            store(acc + 0 * acc_stride + 176, a0_22);
+            store(acc + 0 * acc_stride + 184, a0_23);
+            store(acc + 1 * acc_stride + 176, a1_22);
+            store(acc + 1 * acc_stride + 184, a1_23);
+            store(acc + 2 * acc_stride + 176, a2_22);
+            store(acc + 2 * acc_stride + 184, a2_23);
         }
-        store(acc + 0 * acc_stride + 176, a0_22);
-        store(acc + 0 * acc_stride + 184, a0_23);
-        store(acc + 1 * acc_stride + 176, a1_22);
-        store(acc + 1 * acc_stride + 184, a1_23);
-        store(acc + 2 * acc_stride + 176, a2_22);
-        store(acc + 2 * acc_stride + 184, a2_23);
     }
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
-// values of 72 bytes each, in the rotated domain: 12 passes over the values with
-// 2 of each query's 24 accumulator registers live; each centroid register meets every query.
+// values of 72 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 12 passes over the block with 2 of each query's
+// 24 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d192_b3__neon_q4(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
     const Table<8> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a1_0 = load(acc + 1 * acc_stride + 0);
-        V a1_1 = load(acc + 1 * acc_stride + 8);
-        V a2_0 = load(acc + 2 * acc_stride + 0);
-        V a2_1 = load(acc + 2 * acc_stride + 8);
-        V a3_0 = load(acc + 3 * acc_stride + 0);
-        V a3_1 = load(acc + 3 * acc_stride + 8);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
-                a3_0 = fmadd(wt3, c, a3_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[4][kWeightBlock];
+        for (int j = 0; j < 4; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a2_0 = load(acc + 2 * acc_stride + 0);
+            V a2_1 = load(acc + 2 * acc_stride + 8);
+            V a3_0 = load(acc + 3 * acc_stride + 0);
+            V a3_1 = load(acc + 3 * acc_stride + 8);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                    a3_0 = fmadd(wt3, c, a3_0);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                    a3_1 = fmadd(wt3, c, a3_1);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 56))));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-                a3_1 = fmadd(wt3, c, a3_1);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 2 * acc_stride + 0, a2_0);
+            store(acc + 2 * acc_stride + 8, a2_1);
+            store(acc + 3 * acc_stride + 0, a3_0);
+            store(acc + 3 * acc_stride + 8, a3_1);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 1 * acc_stride + 0, a1_0);
-        store(acc + 1 * acc_stride + 8, a1_1);
-        store(acc + 2 * acc_stride + 0, a2_0);
-        store(acc + 2 * acc_stride + 8, a2_1);
-        store(acc + 3 * acc_stride + 0, a3_0);
-        store(acc + 3 * acc_stride + 8, a3_1);
-    }
-    {
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a1_2 = load(acc + 1 * acc_stride + 16);
-        V a1_3 = load(acc + 1 * acc_stride + 24);
-        V a2_2 = load(acc + 2 * acc_stride + 16);
-        V a2_3 = load(acc + 2 * acc_stride + 24);
-        V a3_2 = load(acc + 3 * acc_stride + 16);
-        V a3_3 = load(acc + 3 * acc_stride + 24);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
-                a3_2 = fmadd(wt3, c, a3_2);
+        {
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            V a2_2 = load(acc + 2 * acc_stride + 16);
+            V a2_3 = load(acc + 2 * acc_stride + 24);
+            V a3_2 = load(acc + 3 * acc_stride + 16);
+            V a3_3 = load(acc + 3 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 64))));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                    a3_2 = fmadd(wt3, c, a3_2);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                    a3_3 = fmadd(wt3, c, a3_3);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 48))));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-                a3_3 = fmadd(wt3, c, a3_3);
-            }
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 1 * acc_stride + 24, a1_3);
+            store(acc + 2 * acc_stride + 16, a2_2);
+            store(acc + 2 * acc_stride + 24, a2_3);
+            store(acc + 3 * acc_stride + 16, a3_2);
+            store(acc + 3 * acc_stride + 24, a3_3);
         }
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 1 * acc_stride + 16, a1_2);
-        store(acc + 1 * acc_stride + 24, a1_3);
-        store(acc + 2 * acc_stride + 16, a2_2);
-        store(acc + 2 * acc_stride + 24, a2_3);
-        store(acc + 3 * acc_stride + 16, a3_2);
-        store(acc + 3 * acc_stride + 24, a3_3);
-    }
-    {
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a1_4 = load(acc + 1 * acc_stride + 32);
-        V a1_5 = load(acc + 1 * acc_stride + 40);
-        V a2_4 = load(acc + 2 * acc_stride + 32);
-        V a2_5 = load(acc + 2 * acc_stride + 40);
-        V a3_4 = load(acc + 3 * acc_stride + 32);
-        V a3_5 = load(acc + 3 * acc_stride + 40);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
-                a3_4 = fmadd(wt3, c, a3_4);
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a2_4 = load(acc + 2 * acc_stride + 32);
+            V a2_5 = load(acc + 2 * acc_stride + 40);
+            V a3_4 = load(acc + 3 * acc_stride + 32);
+            V a3_5 = load(acc + 3 * acc_stride + 40);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 56))));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                    a3_4 = fmadd(wt3, c, a3_4);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                    a3_5 = fmadd(wt3, c, a3_5);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<0, 3>(p + 40), shl<2>(field<1, 1>(p + 64))));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-                a3_5 = fmadd(wt3, c, a3_5);
-            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 2 * acc_stride + 32, a2_4);
+            store(acc + 2 * acc_stride + 40, a2_5);
+            store(acc + 3 * acc_stride + 32, a3_4);
+            store(acc + 3 * acc_stride + 40, a3_5);
         }
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 1 * acc_stride + 32, a1_4);
-        store(acc + 1 * acc_stride + 40, a1_5);
-        store(acc + 2 * acc_stride + 32, a2_4);
-        store(acc + 2 * acc_stride + 40, a2_5);
-        store(acc + 3 * acc_stride + 32, a3_4);
-        store(acc + 3 * acc_stride + 40, a3_5);
-    }
-    {
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a1_6 = load(acc + 1 * acc_stride + 48);
-        V a1_7 = load(acc + 1 * acc_stride + 56);
-        V a2_6 = load(acc + 2 * acc_stride + 48);
-        V a2_7 = load(acc + 2 * acc_stride + 56);
-        V a3_6 = load(acc + 3 * acc_stride + 48);
-        V a3_7 = load(acc + 3 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
-                a3_6 = fmadd(wt3, c, a3_6);
+        {
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            V a2_6 = load(acc + 2 * acc_stride + 48);
+            V a2_7 = load(acc + 2 * acc_stride + 56);
+            V a3_6 = load(acc + 3 * acc_stride + 48);
+            V a3_7 = load(acc + 3 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 48))));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                    a3_6 = fmadd(wt3, c, a3_6);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                    a3_7 = fmadd(wt3, c, a3_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 56))));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-                a3_7 = fmadd(wt3, c, a3_7);
-            }
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 1 * acc_stride + 56, a1_7);
+            store(acc + 2 * acc_stride + 48, a2_6);
+            store(acc + 2 * acc_stride + 56, a2_7);
+            store(acc + 3 * acc_stride + 48, a3_6);
+            store(acc + 3 * acc_stride + 56, a3_7);
         }
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 1 * acc_stride + 48, a1_6);
-        store(acc + 1 * acc_stride + 56, a1_7);
-        store(acc + 2 * acc_stride + 48, a2_6);
-        store(acc + 2 * acc_stride + 56, a2_7);
-        store(acc + 3 * acc_stride + 48, a3_6);
-        store(acc + 3 * acc_stride + 56, a3_7);
-    }
-    {
-        V a0_8 = load(acc + 0 * acc_stride + 64);
-        V a0_9 = load(acc + 0 * acc_stride + 72);
-        V a1_8 = load(acc + 1 * acc_stride + 64);
-        V a1_9 = load(acc + 1 * acc_stride + 72);
-        V a2_8 = load(acc + 2 * acc_stride + 64);
-        V a2_9 = load(acc + 2 * acc_stride + 72);
-        V a3_8 = load(acc + 3 * acc_stride + 64);
-        V a3_9 = load(acc + 3 * acc_stride + 72);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
-                a2_8 = fmadd(wt2, c, a2_8);
-                a3_8 = fmadd(wt3, c, a3_8);
+        {
+            V a0_8 = load(acc + 0 * acc_stride + 64);
+            V a0_9 = load(acc + 0 * acc_stride + 72);
+            V a1_8 = load(acc + 1 * acc_stride + 64);
+            V a1_9 = load(acc + 1 * acc_stride + 72);
+            V a2_8 = load(acc + 2 * acc_stride + 64);
+            V a2_9 = load(acc + 2 * acc_stride + 72);
+            V a3_8 = load(acc + 3 * acc_stride + 64);
+            V a3_9 = load(acc + 3 * acc_stride + 72);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<2, 1>(p + 64))));
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                    a2_8 = fmadd(wt2, c, a2_8);
+                    a3_8 = fmadd(wt3, c, a3_8);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                    a2_9 = fmadd(wt2, c, a2_9);
+                    a3_9 = fmadd(wt3, c, a3_9);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 48))));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-                a2_9 = fmadd(wt2, c, a2_9);
-                a3_9 = fmadd(wt3, c, a3_9);
-            }
+            store(acc + 0 * acc_stride + 64, a0_8);
+            store(acc + 0 * acc_stride + 72, a0_9);
+            store(acc + 1 * acc_stride + 64, a1_8);
+            store(acc + 1 * acc_stride + 72, a1_9);
+            store(acc + 2 * acc_stride + 64, a2_8);
+            store(acc + 2 * acc_stride + 72, a2_9);
+            store(acc + 3 * acc_stride + 64, a3_8);
+            store(acc + 3 * acc_stride + 72, a3_9);
         }
-        store(acc + 0 * acc_stride + 64, a0_8);
-        store(acc + 0 * acc_stride + 72, a0_9);
-        store(acc + 1 * acc_stride + 64, a1_8);
-        store(acc + 1 * acc_stride + 72, a1_9);
-        store(acc + 2 * acc_stride + 64, a2_8);
-        store(acc + 2 * acc_stride + 72, a2_9);
-        store(acc + 3 * acc_stride + 64, a3_8);
-        store(acc + 3 * acc_stride + 72, a3_9);
-    }
-    {
-        V a0_10 = load(acc + 0 * acc_stride + 80);
-        V a0_11 = load(acc + 0 * acc_stride + 88);
-        V a1_10 = load(acc + 1 * acc_stride + 80);
-        V a1_11 = load(acc + 1 * acc_stride + 88);
-        V a2_10 = load(acc + 2 * acc_stride + 80);
-        V a2_11 = load(acc + 2 * acc_stride + 88);
-        V a3_10 = load(acc + 3 * acc_stride + 80);
-        V a3_11 = load(acc + 3 * acc_stride + 88);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-                a2_10 = fmadd(wt2, c, a2_10);
-                a3_10 = fmadd(wt3, c, a3_10);
+        {
+            V a0_10 = load(acc + 0 * acc_stride + 80);
+            V a0_11 = load(acc + 0 * acc_stride + 88);
+            V a1_10 = load(acc + 1 * acc_stride + 80);
+            V a1_11 = load(acc + 1 * acc_stride + 88);
+            V a2_10 = load(acc + 2 * acc_stride + 80);
+            V a2_11 = load(acc + 2 * acc_stride + 88);
+            V a3_10 = load(acc + 3 * acc_stride + 80);
+            V a3_11 = load(acc + 3 * acc_stride + 88);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 56))));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                    a2_10 = fmadd(wt2, c, a2_10);
+                    a3_10 = fmadd(wt3, c, a3_10);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                    a2_11 = fmadd(wt2, c, a2_11);
+                    a3_11 = fmadd(wt3, c, a3_11);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<2, 3>(p + 40), shl<2>(field<3, 1>(p + 64))));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-                a2_11 = fmadd(wt2, c, a2_11);
-                a3_11 = fmadd(wt3, c, a3_11);
-            }
+            store(acc + 0 * acc_stride + 80, a0_10);
+            store(acc + 0 * acc_stride + 88, a0_11);
+            store(acc + 1 * acc_stride + 80, a1_10);
+            store(acc + 1 * acc_stride + 88, a1_11);
+            store(acc + 2 * acc_stride + 80, a2_10);
+            store(acc + 2 * acc_stride + 88, a2_11);
+            store(acc + 3 * acc_stride + 80, a3_10);
+            store(acc + 3 * acc_stride + 88, a3_11);
         }
-        store(acc + 0 * acc_stride + 80, a0_10);
-        store(acc + 0 * acc_stride + 88, a0_11);
-        store(acc + 1 * acc_stride + 80, a1_10);
-        store(acc + 1 * acc_stride + 88, a1_11);
-        store(acc + 2 * acc_stride + 80, a2_10);
-        store(acc + 2 * acc_stride + 88, a2_11);
-        store(acc + 3 * acc_stride + 80, a3_10);
-        store(acc + 3 * acc_stride + 88, a3_11);
-    }
-    {
-        V a0_12 = load(acc + 0 * acc_stride + 96);
-        V a0_13 = load(acc + 0 * acc_stride + 104);
-        V a1_12 = load(acc + 1 * acc_stride + 96);
-        V a1_13 = load(acc + 1 * acc_stride + 104);
-        V a2_12 = load(acc + 2 * acc_stride + 96);
-        V a2_13 = load(acc + 2 * acc_stride + 104);
-        V a3_12 = load(acc + 3 * acc_stride + 96);
-        V a3_13 = load(acc + 3 * acc_stride + 104);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
-                a2_12 = fmadd(wt2, c, a2_12);
-                a3_12 = fmadd(wt3, c, a3_12);
+        {
+            V a0_12 = load(acc + 0 * acc_stride + 96);
+            V a0_13 = load(acc + 0 * acc_stride + 104);
+            V a1_12 = load(acc + 1 * acc_stride + 96);
+            V a1_13 = load(acc + 1 * acc_stride + 104);
+            V a2_12 = load(acc + 2 * acc_stride + 96);
+            V a2_13 = load(acc + 2 * acc_stride + 104);
+            V a3_12 = load(acc + 3 * acc_stride + 96);
+            V a3_13 = load(acc + 3 * acc_stride + 104);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 48))));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                    a2_12 = fmadd(wt2, c, a2_12);
+                    a3_12 = fmadd(wt3, c, a3_12);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                    a2_13 = fmadd(wt2, c, a2_13);
+                    a3_13 = fmadd(wt3, c, a3_13);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 56))));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-                a2_13 = fmadd(wt2, c, a2_13);
-                a3_13 = fmadd(wt3, c, a3_13);
-            }
+            store(acc + 0 * acc_stride + 96, a0_12);
+            store(acc + 0 * acc_stride + 104, a0_13);
+            store(acc + 1 * acc_stride + 96, a1_12);
+            store(acc + 1 * acc_stride + 104, a1_13);
+            store(acc + 2 * acc_stride + 96, a2_12);
+            store(acc + 2 * acc_stride + 104, a2_13);
+            store(acc + 3 * acc_stride + 96, a3_12);
+            store(acc + 3 * acc_stride + 104, a3_13);
         }
-        store(acc + 0 * acc_stride + 96, a0_12);
-        store(acc + 0 * acc_stride + 104, a0_13);
-        store(acc + 1 * acc_stride + 96, a1_12);
-        store(acc + 1 * acc_stride + 104, a1_13);
-        store(acc + 2 * acc_stride + 96, a2_12);
-        store(acc + 2 * acc_stride + 104, a2_13);
-        store(acc + 3 * acc_stride + 96, a3_12);
-        store(acc + 3 * acc_stride + 104, a3_13);
-    }
-    {
-        V a0_14 = load(acc + 0 * acc_stride + 112);
-        V a0_15 = load(acc + 0 * acc_stride + 120);
-        V a1_14 = load(acc + 1 * acc_stride + 112);
-        V a1_15 = load(acc + 1 * acc_stride + 120);
-        V a2_14 = load(acc + 2 * acc_stride + 112);
-        V a2_15 = load(acc + 2 * acc_stride + 120);
-        V a3_14 = load(acc + 3 * acc_stride + 112);
-        V a3_15 = load(acc + 3 * acc_stride + 120);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-                a2_14 = fmadd(wt2, c, a2_14);
-                a3_14 = fmadd(wt3, c, a3_14);
+        {
+            V a0_14 = load(acc + 0 * acc_stride + 112);
+            V a0_15 = load(acc + 0 * acc_stride + 120);
+            V a1_14 = load(acc + 1 * acc_stride + 112);
+            V a1_15 = load(acc + 1 * acc_stride + 120);
+            V a2_14 = load(acc + 2 * acc_stride + 112);
+            V a2_15 = load(acc + 2 * acc_stride + 120);
+            V a3_14 = load(acc + 3 * acc_stride + 112);
+            V a3_15 = load(acc + 3 * acc_stride + 120);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<4, 1>(p + 64))));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                    a2_14 = fmadd(wt2, c, a2_14);
+                    a3_14 = fmadd(wt3, c, a3_14);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                    a2_15 = fmadd(wt2, c, a2_15);
+                    a3_15 = fmadd(wt3, c, a3_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 48))));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-                a2_15 = fmadd(wt2, c, a2_15);
-                a3_15 = fmadd(wt3, c, a3_15);
-            }
+            store(acc + 0 * acc_stride + 112, a0_14);
+            store(acc + 0 * acc_stride + 120, a0_15);
+            store(acc + 1 * acc_stride + 112, a1_14);
+            store(acc + 1 * acc_stride + 120, a1_15);
+            store(acc + 2 * acc_stride + 112, a2_14);
+            store(acc + 2 * acc_stride + 120, a2_15);
+            store(acc + 3 * acc_stride + 112, a3_14);
+            store(acc + 3 * acc_stride + 120, a3_15);
         }
-        store(acc + 0 * acc_stride + 112, a0_14);
-        store(acc + 0 * acc_stride + 120, a0_15);
-        store(acc + 1 * acc_stride + 112, a1_14);
-        store(acc + 1 * acc_stride + 120, a1_15);
-        store(acc + 2 * acc_stride + 112, a2_14);
-        store(acc + 2 * acc_stride + 120, a2_15);
-        store(acc + 3 * acc_stride + 112, a3_14);
-        store(acc + 3 * acc_stride + 120, a3_15);
-    }
-    {
-        V a0_16 = load(acc + 0 * acc_stride + 128);
-        V a0_17 = load(acc + 0 * acc_stride + 136);
-        V a1_16 = load(acc + 1 * acc_stride + 128);
-        V a1_17 = load(acc + 1 * acc_stride + 136);
-        V a2_16 = load(acc + 2 * acc_stride + 128);
-        V a2_17 = load(acc + 2 * acc_stride + 136);
-        V a3_16 = load(acc + 3 * acc_stride + 128);
-        V a3_17 = load(acc + 3 * acc_stride + 136);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
-                a0_16 = fmadd(wt0, c, a0_16);
-                a1_16 = fmadd(wt1, c, a1_16);
-                a2_16 = fmadd(wt2, c, a2_16);
-                a3_16 = fmadd(wt3, c, a3_16);
+        {
+            V a0_16 = load(acc + 0 * acc_stride + 128);
+            V a0_17 = load(acc + 0 * acc_stride + 136);
+            V a1_16 = load(acc + 1 * acc_stride + 128);
+            V a1_17 = load(acc + 1 * acc_stride + 136);
+            V a2_16 = load(acc + 2 * acc_stride + 128);
+            V a2_17 = load(acc + 2 * acc_stride + 136);
+            V a3_16 = load(acc + 3 * acc_stride + 128);
+            V a3_17 = load(acc + 3 * acc_stride + 136);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 56))));
+                    a0_16 = fmadd(wt0, c, a0_16);
+                    a1_16 = fmadd(wt1, c, a1_16);
+                    a2_16 = fmadd(wt2, c, a2_16);
+                    a3_16 = fmadd(wt3, c, a3_16);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                    a1_17 = fmadd(wt1, c, a1_17);
+                    a2_17 = fmadd(wt2, c, a2_17);
+                    a3_17 = fmadd(wt3, c, a3_17);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<4, 3>(p + 40), shl<2>(field<5, 1>(p + 64))));
-                a0_17 = fmadd(wt0, c, a0_17);
-                a1_17 = fmadd(wt1, c, a1_17);
-                a2_17 = fmadd(wt2, c, a2_17);
-                a3_17 = fmadd(wt3, c, a3_17);
-            }
+            store(acc + 0 * acc_stride + 128, a0_16);
+            store(acc + 0 * acc_stride + 136, a0_17);
+            store(acc + 1 * acc_stride + 128, a1_16);
+            store(acc + 1 * acc_stride + 136, a1_17);
+            store(acc + 2 * acc_stride + 128, a2_16);
+            store(acc + 2 * acc_stride + 136, a2_17);
+            store(acc + 3 * acc_stride + 128, a3_16);
+            store(acc + 3 * acc_stride + 136, a3_17);
         }
-        store(acc + 0 * acc_stride + 128, a0_16);
-        store(acc + 0 * acc_stride + 136, a0_17);
-        store(acc + 1 * acc_stride + 128, a1_16);
-        store(acc + 1 * acc_stride + 136, a1_17);
-        store(acc + 2 * acc_stride + 128, a2_16);
-        store(acc + 2 * acc_stride + 136, a2_17);
-        store(acc + 3 * acc_stride + 128, a3_16);
-        store(acc + 3 * acc_stride + 136, a3_17);
-    }
-    {
-        V a0_18 = load(acc + 0 * acc_stride + 144);
-        V a0_19 = load(acc + 0 * acc_stride + 152);
-        V a1_18 = load(acc + 1 * acc_stride + 144);
-        V a1_19 = load(acc + 1 * acc_stride + 152);
-        V a2_18 = load(acc + 2 * acc_stride + 144);
-        V a2_19 = load(acc + 2 * acc_stride + 152);
-        V a3_18 = load(acc + 3 * acc_stride + 144);
-        V a3_19 = load(acc + 3 * acc_stride + 152);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
-                a0_18 = fmadd(wt0, c, a0_18);
-                a1_18 = fmadd(wt1, c, a1_18);
-                a2_18 = fmadd(wt2, c, a2_18);
-                a3_18 = fmadd(wt3, c, a3_18);
+        {
+            V a0_18 = load(acc + 0 * acc_stride + 144);
+            V a0_19 = load(acc + 0 * acc_stride + 152);
+            V a1_18 = load(acc + 1 * acc_stride + 144);
+            V a1_19 = load(acc + 1 * acc_stride + 152);
+            V a2_18 = load(acc + 2 * acc_stride + 144);
+            V a2_19 = load(acc + 2 * acc_stride + 152);
+            V a3_18 = load(acc + 3 * acc_stride + 144);
+            V a3_19 = load(acc + 3 * acc_stride + 152);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 48))));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                    a1_18 = fmadd(wt1, c, a1_18);
+                    a2_18 = fmadd(wt2, c, a2_18);
+                    a3_18 = fmadd(wt3, c, a3_18);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                    a1_19 = fmadd(wt1, c, a1_19);
+                    a2_19 = fmadd(wt2, c, a2_19);
+                    a3_19 = fmadd(wt3, c, a3_19);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 56))));
-                a0_19 = fmadd(wt0, c, a0_19);
-                a1_19 = fmadd(wt1, c, a1_19);
-                a2_19 = fmadd(wt2, c, a2_19);
-                a3_19 = fmadd(wt3, c, a3_19);
-            }
+            store(acc + 0 * acc_stride + 144, a0_18);
+            store(acc + 0 * acc_stride + 152, a0_19);
+            store(acc + 1 * acc_stride + 144, a1_18);
+            store(acc + 1 * acc_stride + 152, a1_19);
+            store(acc + 2 * acc_stride + 144, a2_18);
+            store(acc + 2 * acc_stride + 152, a2_19);
+            store(acc + 3 * acc_stride + 144, a3_18);
+            store(acc + 3 * acc_stride + 152, a3_19);
         }
-        store(acc + 0 * acc_stride + 144, a0_18);
-        store(acc + 0 * acc_stride + 152, a0_19);
-        store(acc + 1 * acc_stride + 144, a1_18);
-        store(acc + 1 * acc_stride + 152, a1_19);
-        store(acc + 2 * acc_stride + 144, a2_18);
-        store(acc + 2 * acc_stride + 152, a2_19);
-        store(acc + 3 * acc_stride + 144, a3_18);
-        store(acc + 3 * acc_stride + 152, a3_19);
-    }
-    {
-        V a0_20 = load(acc + 0 * acc_stride + 160);
-        V a0_21 = load(acc + 0 * acc_stride + 168);
-        V a1_20 = load(acc + 1 * acc_stride + 160);
-        V a1_21 = load(acc + 1 * acc_stride + 168);
-        V a2_20 = load(acc + 2 * acc_stride + 160);
-        V a2_21 = load(acc + 2 * acc_stride + 168);
-        V a3_20 = load(acc + 3 * acc_stride + 160);
-        V a3_21 = load(acc + 3 * acc_stride + 168);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
-                a0_20 = fmadd(wt0, c, a0_20);
-                a1_20 = fmadd(wt1, c, a1_20);
-                a2_20 = fmadd(wt2, c, a2_20);
-                a3_20 = fmadd(wt3, c, a3_20);
+        {
+            V a0_20 = load(acc + 0 * acc_stride + 160);
+            V a0_21 = load(acc + 0 * acc_stride + 168);
+            V a1_20 = load(acc + 1 * acc_stride + 160);
+            V a1_21 = load(acc + 1 * acc_stride + 168);
+            V a2_20 = load(acc + 2 * acc_stride + 160);
+            V a2_21 = load(acc + 2 * acc_stride + 168);
+            V a3_20 = load(acc + 3 * acc_stride + 160);
+            V a3_21 = load(acc + 3 * acc_stride + 168);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<6, 1>(p + 64))));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                    a1_20 = fmadd(wt1, c, a1_20);
+                    a2_20 = fmadd(wt2, c, a2_20);
+                    a3_20 = fmadd(wt3, c, a3_20);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                    a1_21 = fmadd(wt1, c, a1_21);
+                    a2_21 = fmadd(wt2, c, a2_21);
+                    a3_21 = fmadd(wt3, c, a3_21);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 48))));
-                a0_21 = fmadd(wt0, c, a0_21);
-                a1_21 = fmadd(wt1, c, a1_21);
-                a2_21 = fmadd(wt2, c, a2_21);
-                a3_21 = fmadd(wt3, c, a3_21);
-            }
+            store(acc + 0 * acc_stride + 160, a0_20);
+            store(acc + 0 * acc_stride + 168, a0_21);
+            store(acc + 1 * acc_stride + 160, a1_20);
+            store(acc + 1 * acc_stride + 168, a1_21);
+            store(acc + 2 * acc_stride + 160, a2_20);
+            store(acc + 2 * acc_stride + 168, a2_21);
+            store(acc + 3 * acc_stride + 160, a3_20);
+            store(acc + 3 * acc_stride + 168, a3_21);
         }
-        store(acc + 0 * acc_stride + 160, a0_20);
-        store(acc + 0 * acc_stride + 168, a0_21);
-        store(acc + 1 * acc_stride + 160, a1_20);
-        store(acc + 1 * acc_stride + 168, a1_21);
-        store(acc + 2 * acc_stride + 160, a2_20);
-        store(acc + 2 * acc_stride + 168, a2_21);
-        store(acc + 3 * acc_stride + 160, a3_20);
-        store(acc + 3 * acc_stride + 168, a3_21);
-    }
-    {
-        V a0_22 = load(acc + 0 * acc_stride + 176);
-        V a0_23 = load(acc + 0 * acc_stride + 184);
-        V a1_22 = load(acc + 1 * acc_stride + 176);
-        V a1_23 = load(acc + 1 * acc_stride + 184);
-        V a2_22 = load(acc + 2 * acc_stride + 176);
-        V a2_23 = load(acc + 2 * acc_stride + 184);
-        V a3_22 = load(acc + 3 * acc_stride + 176);
-        V a3_23 = load(acc + 3 * acc_stride + 184);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 72;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
-                a0_22 = fmadd(wt0, c, a0_22);
-                a1_22 = fmadd(wt1, c, a1_22);
-                a2_22 = fmadd(wt2, c, a2_22);
-                a3_22 = fmadd(wt3, c, a3_22);
+        {
+            V a0_22 = load(acc + 0 * acc_stride + 176);
+            V a0_23 = load(acc + 0 * acc_stride + 184);
+            V a1_22 = load(acc + 1 * acc_stride + 176);
+            V a1_23 = load(acc + 1 * acc_stride + 184);
+            V a2_22 = load(acc + 2 * acc_stride + 176);
+            V a2_23 = load(acc + 2 * acc_stride + 184);
+            V a3_22 = load(acc + 3 * acc_stride + 176);
+            V a3_23 = load(acc + 3 * acc_stride + 184);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 72;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 56))));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                    a1_22 = fmadd(wt1, c, a1_22);
+                    a2_22 = fmadd(wt2, c, a2_22);
+                    a3_22 = fmadd(wt3, c, a3_22);
+                }
+                {
+                    const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                    a1_23 = fmadd(wt1, c, a1_23);
+                    a2_23 = fmadd(wt2, c, a2_23);
+                    a3_23 = fmadd(wt3, c, a3_23);
+                }
             }
-            {
-                const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
-                a0_23 = fmadd(wt0, c, a0_23);
-                a1_23 = fmadd(wt1, c, a1_23);
-                a2_23 = fmadd(wt2, c, a2_23);
-                a3_23 = fmadd(wt3, c, a3_23);
-            }
+            store(acc + 0 * acc_stride + 176, a0_22);
+            store(acc + 0 * acc_stride + 184, a0_23);
+            store(acc + 1 * acc_stride + 176, a1_22);
+            store(acc + 1 * acc_stride + 184, a1_23);
+            store(acc + 2 * acc_stride + 176, a2_22);
+            store(acc + 2 * acc_stride + 184, a2_23);
+            store(acc + 3 * acc_stride + 176, a3_22);
+            store(acc + 3 * acc_stride + 184, a3_23);
         }
-        store(acc + 0 * acc_stride + 176, a0_22);
-        store(acc + 0 * acc_stride + 184, a0_23);
-        store(acc + 1 * acc_stride + 176, a1_22);
-        store(acc + 1 * acc_stride + 184, a1_23);
-        store(acc + 2 * acc_stride + 176, a2_22);
-        store(acc + 2 * acc_stride + 184, a2_23);
-        store(acc + 3 * acc_stride + 176, a3_22);
-        store(acc + 3 * acc_stride + 184, a3_23);
     }
 }
 

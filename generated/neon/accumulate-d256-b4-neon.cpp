@@ -12,10 +12,14 @@
 namespace tq::neon {
 
 static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+constexpr size_t kWeightBlock = 64;  // values whose weight products are kept for every register pass
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 1 query j over n packed
-// values of 128 bytes each, in the rotated domain: 1 pass over the values with
-// 32 of each query's 32 accumulator registers live; each centroid register meets every query.
+// values of 128 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 1 pass over the block with 32 of each query's
+// 32 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d256_b4__neon_q1(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
     const Table<16> centroids0(cb0::kCentroids);
@@ -57,216 +61,225 @@ static void tq_accumulate_d256_b4__neon_q1(const float* weights, size_t weight_s
     alignas(64) float ap[256];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
         for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a0_16 = load(ap + 128);
-        V a0_17 = load(ap + 136);
-        V a0_18 = load(ap + 144);
-        V a0_19 = load(ap + 152);
-        V a0_20 = load(ap + 160);
-        V a0_21 = load(ap + 168);
-        V a0_22 = load(ap + 176);
-        V a0_23 = load(ap + 184);
-        V a0_24 = load(ap + 192);
-        V a0_25 = load(ap + 200);
-        V a0_26 = load(ap + 208);
-        V a0_27 = load(ap + 216);
-        V a0_28 = load(ap + 224);
-        V a0_29 = load(ap + 232);
-        V a0_30 = load(ap + 240);
-        V a0_31 = load(ap + 248);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            const I w1 = load_dwords(p + 32);
-            const I w2 = load_dwords(p + 64);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[1][kWeightBlock];
+        for (int j = 0; j < 1; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a0_16 = load(ap + 128);
+            V a0_17 = load(ap + 136);
+            V a0_18 = load(ap + 144);
+            V a0_19 = load(ap + 152);
+            V a0_20 = load(ap + 160);
+            V a0_21 = load(ap + 168);
+            V a0_22 = load(ap + 176);
+            V a0_23 = load(ap + 184);
+            V a0_24 = load(ap + 192);
+            V a0_25 = load(ap + 200);
+            V a0_26 = load(ap + 208);
+            V a0_27 = load(ap + 216);
+            V a0_28 = load(ap + 224);
+            V a0_29 = load(ap + 232);
+            V a0_30 = load(ap + 240);
+            V a0_31 = load(ap + 248);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const I w0 = load_dwords(p + 0);
+                const I w1 = load_dwords(p + 32);
+                const I w2 = load_dwords(p + 64);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(w1);
+                    a0_8 = fmadd(wt0, c, a0_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w1));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(w2);
+                    a0_16 = fmadd(wt0, c, a0_16);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w2));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(w3);
+                    a0_24 = fmadd(wt0, c, a0_24);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w3));
+                    a0_25 = fmadd(wt0, c, a0_25);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w3));
+                    a0_26 = fmadd(wt0, c, a0_26);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w3));
+                    a0_27 = fmadd(wt0, c, a0_27);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w3));
+                    a0_28 = fmadd(wt0, c, a0_28);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w3));
+                    a0_29 = fmadd(wt0, c, a0_29);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w3));
+                    a0_30 = fmadd(wt0, c, a0_30);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w3));
+                    a0_31 = fmadd(wt0, c, a0_31);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(w1);
-                a0_8 = fmadd(wt0, c, a0_8);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                a0_9 = fmadd(wt0, c, a0_9);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                a0_10 = fmadd(wt0, c, a0_10);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                a0_11 = fmadd(wt0, c, a0_11);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                a0_12 = fmadd(wt0, c, a0_12);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                a0_13 = fmadd(wt0, c, a0_13);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                a0_14 = fmadd(wt0, c, a0_14);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w1));
-                a0_15 = fmadd(wt0, c, a0_15);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(w2);
-                a0_16 = fmadd(wt0, c, a0_16);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                a0_17 = fmadd(wt0, c, a0_17);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                a0_18 = fmadd(wt0, c, a0_18);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                a0_19 = fmadd(wt0, c, a0_19);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                a0_20 = fmadd(wt0, c, a0_20);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                a0_21 = fmadd(wt0, c, a0_21);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                a0_22 = fmadd(wt0, c, a0_22);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w2));
-                a0_23 = fmadd(wt0, c, a0_23);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(w3);
-                a0_24 = fmadd(wt0, c, a0_24);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w3));
-                a0_25 = fmadd(wt0, c, a0_25);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w3));
-                a0_26 = fmadd(wt0, c, a0_26);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w3));
-                a0_27 = fmadd(wt0, c, a0_27);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w3));
-                a0_28 = fmadd(wt0, c, a0_28);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w3));
-                a0_29 = fmadd(wt0, c, a0_29);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w3));
-                a0_30 = fmadd(wt0, c, a0_30);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w3));
-                a0_31 = fmadd(wt0, c, a0_31);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 128, a0_16);
+            store(ap + 136, a0_17);
+            store(ap + 144, a0_18);
+            store(ap + 152, a0_19);
+            store(ap + 160, a0_20);
+            store(ap + 168, a0_21);
+            store(ap + 176, a0_22);
+            store(ap + 184, a0_23);
+            store(ap + 192, a0_24);
+            store(ap + 200, a0_25);
+            store(ap + 208, a0_26);
+            store(ap + 216, a0_27);
+            store(ap + 224, a0_28);
+            store(ap + 232, a0_29);
+            store(ap + 240, a0_30);
+            store(ap + 248, a0_31);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 128, a0_16);
-        store(ap + 136, a0_17);
-        store(ap + 144, a0_18);
-        store(ap + 152, a0_19);
-        store(ap + 160, a0_20);
-        store(ap + 168, a0_21);
-        store(ap + 176, a0_22);
-        store(ap + 184, a0_23);
-        store(ap + 192, a0_24);
-        store(ap + 200, a0_25);
-        store(ap + 208, a0_26);
-        store(ap + 216, a0_27);
-        store(ap + 224, a0_28);
-        store(ap + 232, a0_29);
-        store(ap + 240, a0_30);
-        store(ap + 248, a0_31);
     }
     for (int j = 0; j < 1; ++j)
         for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
-// values of 128 bytes each, in the rotated domain: 8 passes over the values with
-// 4 of each query's 32 accumulator registers live; each centroid register meets every query.
+// values of 128 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 8 passes over the block with 4 of each query's
+// 32 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d256_b4__neon_q2(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
     const Table<16> centroids0(cb0::kCentroids);
@@ -308,366 +321,375 @@ static void tq_accumulate_d256_b4__neon_q2(const float* weights, size_t weight_s
     alignas(64) float ap[512];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
         for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a1_0 = load(ap + 256);
-        V a1_1 = load(ap + 264);
-        V a1_2 = load(ap + 272);
-        V a1_3 = load(ap + 280);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[2][kWeightBlock];
+        for (int j = 0; j < 2; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a1_0 = load(ap + 256);
+            V a1_1 = load(ap + 264);
+            V a1_2 = load(ap + 272);
+            V a1_3 = load(ap + 280);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 256, a1_0);
+            store(ap + 264, a1_1);
+            store(ap + 272, a1_2);
+            store(ap + 280, a1_3);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 256, a1_0);
-        store(ap + 264, a1_1);
-        store(ap + 272, a1_2);
-        store(ap + 280, a1_3);
-    }
-    {
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a1_4 = load(ap + 288);
-        V a1_5 = load(ap + 296);
-        V a1_6 = load(ap + 304);
-        V a1_7 = load(ap + 312);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
+        {
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a1_4 = load(ap + 288);
+            V a1_5 = load(ap + 296);
+            V a1_6 = load(ap + 304);
+            V a1_7 = load(ap + 312);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-            }
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 288, a1_4);
+            store(ap + 296, a1_5);
+            store(ap + 304, a1_6);
+            store(ap + 312, a1_7);
         }
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 288, a1_4);
-        store(ap + 296, a1_5);
-        store(ap + 304, a1_6);
-        store(ap + 312, a1_7);
-    }
-    {
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a1_8 = load(ap + 320);
-        V a1_9 = load(ap + 328);
-        V a1_10 = load(ap + 336);
-        V a1_11 = load(ap + 344);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(w1);
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
+        {
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a1_8 = load(ap + 320);
+            V a1_9 = load(ap + 328);
+            V a1_10 = load(ap + 336);
+            V a1_11 = load(ap + 344);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(w1);
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-            }
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 320, a1_8);
+            store(ap + 328, a1_9);
+            store(ap + 336, a1_10);
+            store(ap + 344, a1_11);
         }
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 320, a1_8);
-        store(ap + 328, a1_9);
-        store(ap + 336, a1_10);
-        store(ap + 344, a1_11);
-    }
-    {
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a1_12 = load(ap + 352);
-        V a1_13 = load(ap + 360);
-        V a1_14 = load(ap + 368);
-        V a1_15 = load(ap + 376);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
+        {
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a1_12 = load(ap + 352);
+            V a1_13 = load(ap + 360);
+            V a1_14 = load(ap + 368);
+            V a1_15 = load(ap + 376);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w1));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w1));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-            }
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 352, a1_12);
+            store(ap + 360, a1_13);
+            store(ap + 368, a1_14);
+            store(ap + 376, a1_15);
         }
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 352, a1_12);
-        store(ap + 360, a1_13);
-        store(ap + 368, a1_14);
-        store(ap + 376, a1_15);
-    }
-    {
-        V a0_16 = load(ap + 128);
-        V a0_17 = load(ap + 136);
-        V a0_18 = load(ap + 144);
-        V a0_19 = load(ap + 152);
-        V a1_16 = load(ap + 384);
-        V a1_17 = load(ap + 392);
-        V a1_18 = load(ap + 400);
-        V a1_19 = load(ap + 408);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(w2);
-                a0_16 = fmadd(wt0, c, a0_16);
-                a1_16 = fmadd(wt1, c, a1_16);
+        {
+            V a0_16 = load(ap + 128);
+            V a0_17 = load(ap + 136);
+            V a0_18 = load(ap + 144);
+            V a0_19 = load(ap + 152);
+            V a1_16 = load(ap + 384);
+            V a1_17 = load(ap + 392);
+            V a1_18 = load(ap + 400);
+            V a1_19 = load(ap + 408);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(w2);
+                    a0_16 = fmadd(wt0, c, a0_16);
+                    a1_16 = fmadd(wt1, c, a1_16);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                    a1_17 = fmadd(wt1, c, a1_17);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                    a1_18 = fmadd(wt1, c, a1_18);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                    a1_19 = fmadd(wt1, c, a1_19);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                a0_17 = fmadd(wt0, c, a0_17);
-                a1_17 = fmadd(wt1, c, a1_17);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                a0_18 = fmadd(wt0, c, a0_18);
-                a1_18 = fmadd(wt1, c, a1_18);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                a0_19 = fmadd(wt0, c, a0_19);
-                a1_19 = fmadd(wt1, c, a1_19);
-            }
+            store(ap + 128, a0_16);
+            store(ap + 136, a0_17);
+            store(ap + 144, a0_18);
+            store(ap + 152, a0_19);
+            store(ap + 384, a1_16);
+            store(ap + 392, a1_17);
+            store(ap + 400, a1_18);
+            store(ap + 408, a1_19);
         }
-        store(ap + 128, a0_16);
-        store(ap + 136, a0_17);
-        store(ap + 144, a0_18);
-        store(ap + 152, a0_19);
-        store(ap + 384, a1_16);
-        store(ap + 392, a1_17);
-        store(ap + 400, a1_18);
-        store(ap + 408, a1_19);
-    }
-    {
-        V a0_20 = load(ap + 160);
-        V a0_21 = load(ap + 168);
-        V a0_22 = load(ap + 176);
-        V a0_23 = load(ap + 184);
-        V a1_20 = load(ap + 416);
-        V a1_21 = load(ap + 424);
-        V a1_22 = load(ap + 432);
-        V a1_23 = load(ap + 440);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                a0_20 = fmadd(wt0, c, a0_20);
-                a1_20 = fmadd(wt1, c, a1_20);
+        {
+            V a0_20 = load(ap + 160);
+            V a0_21 = load(ap + 168);
+            V a0_22 = load(ap + 176);
+            V a0_23 = load(ap + 184);
+            V a1_20 = load(ap + 416);
+            V a1_21 = load(ap + 424);
+            V a1_22 = load(ap + 432);
+            V a1_23 = load(ap + 440);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                    a1_20 = fmadd(wt1, c, a1_20);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                    a1_21 = fmadd(wt1, c, a1_21);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                    a1_22 = fmadd(wt1, c, a1_22);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w2));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                    a1_23 = fmadd(wt1, c, a1_23);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                a0_21 = fmadd(wt0, c, a0_21);
-                a1_21 = fmadd(wt1, c, a1_21);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                a0_22 = fmadd(wt0, c, a0_22);
-                a1_22 = fmadd(wt1, c, a1_22);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w2));
-                a0_23 = fmadd(wt0, c, a0_23);
-                a1_23 = fmadd(wt1, c, a1_23);
-            }
+            store(ap + 160, a0_20);
+            store(ap + 168, a0_21);
+            store(ap + 176, a0_22);
+            store(ap + 184, a0_23);
+            store(ap + 416, a1_20);
+            store(ap + 424, a1_21);
+            store(ap + 432, a1_22);
+            store(ap + 440, a1_23);
         }
-        store(ap + 160, a0_20);
-        store(ap + 168, a0_21);
-        store(ap + 176, a0_22);
-        store(ap + 184, a0_23);
-        store(ap + 416, a1_20);
-        store(ap + 424, a1_21);
-        store(ap + 432, a1_22);
-        store(ap + 440, a1_23);
-    }
-    {
-        V a0_24 = load(ap + 192);
-        V a0_25 = load(ap + 200);
-        V a0_26 = load(ap + 208);
-        V a0_27 = load(ap + 216);
-        V a1_24 = load(ap + 448);
-        V a1_25 = load(ap + 456);
-        V a1_26 = load(ap + 464);
-        V a1_27 = load(ap + 472);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(w3);
-                a0_24 = fmadd(wt0, c, a0_24);
-                a1_24 = fmadd(wt1, c, a1_24);
+        {
+            V a0_24 = load(ap + 192);
+            V a0_25 = load(ap + 200);
+            V a0_26 = load(ap + 208);
+            V a0_27 = load(ap + 216);
+            V a1_24 = load(ap + 448);
+            V a1_25 = load(ap + 456);
+            V a1_26 = load(ap + 464);
+            V a1_27 = load(ap + 472);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(w3);
+                    a0_24 = fmadd(wt0, c, a0_24);
+                    a1_24 = fmadd(wt1, c, a1_24);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w3));
+                    a0_25 = fmadd(wt0, c, a0_25);
+                    a1_25 = fmadd(wt1, c, a1_25);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w3));
+                    a0_26 = fmadd(wt0, c, a0_26);
+                    a1_26 = fmadd(wt1, c, a1_26);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w3));
+                    a0_27 = fmadd(wt0, c, a0_27);
+                    a1_27 = fmadd(wt1, c, a1_27);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w3));
-                a0_25 = fmadd(wt0, c, a0_25);
-                a1_25 = fmadd(wt1, c, a1_25);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w3));
-                a0_26 = fmadd(wt0, c, a0_26);
-                a1_26 = fmadd(wt1, c, a1_26);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w3));
-                a0_27 = fmadd(wt0, c, a0_27);
-                a1_27 = fmadd(wt1, c, a1_27);
-            }
+            store(ap + 192, a0_24);
+            store(ap + 200, a0_25);
+            store(ap + 208, a0_26);
+            store(ap + 216, a0_27);
+            store(ap + 448, a1_24);
+            store(ap + 456, a1_25);
+            store(ap + 464, a1_26);
+            store(ap + 472, a1_27);
         }
-        store(ap + 192, a0_24);
-        store(ap + 200, a0_25);
-        store(ap + 208, a0_26);
-        store(ap + 216, a0_27);
-        store(ap + 448, a1_24);
-        store(ap + 456, a1_25);
-        store(ap + 464, a1_26);
-        store(ap + 472, a1_27);
-    }
-    {
-        V a0_28 = load(ap + 224);
-        V a0_29 = load(ap + 232);
-        V a0_30 = load(ap + 240);
-        V a0_31 = load(ap + 248);
-        V a1_28 = load(ap + 480);
-        V a1_29 = load(ap + 488);
-        V a1_30 = load(ap + 496);
-        V a1_31 = load(ap + 504);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w3));
-                a0_28 = fmadd(wt0, c, a0_28);
-                a1_28 = fmadd(wt1, c, a1_28);
+        {
+            V a0_28 = load(ap + 224);
+            V a0_29 = load(ap + 232);
+            V a0_30 = load(ap + 240);
+            V a0_31 = load(ap + 248);
+            V a1_28 = load(ap + 480);
+            V a1_29 = load(ap + 488);
+            V a1_30 = load(ap + 496);
+            V a1_31 = load(ap + 504);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w3));
+                    a0_28 = fmadd(wt0, c, a0_28);
+                    a1_28 = fmadd(wt1, c, a1_28);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w3));
+                    a0_29 = fmadd(wt0, c, a0_29);
+                    a1_29 = fmadd(wt1, c, a1_29);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w3));
+                    a0_30 = fmadd(wt0, c, a0_30);
+                    a1_30 = fmadd(wt1, c, a1_30);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w3));
+                    a0_31 = fmadd(wt0, c, a0_31);
+                    a1_31 = fmadd(wt1, c, a1_31);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w3));
-                a0_29 = fmadd(wt0, c, a0_29);
-                a1_29 = fmadd(wt1, c, a1_29);
-            }
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w3));
-                a0_30 = fmadd(wt0, c, a0_30);
-                a1_30 = fmadd(wt1, c, a1_30);
-            }
-            {
-                const V c = centroids0.lookup(shr<28>(w3));
-                a0_31 = fmadd(wt0, c, a0_31);
-                a1_31 = fmadd(wt1, c, a1_31);
-            }
+            store(ap + 224, a0_28);
+            store(ap + 232, a0_29);
+            store(ap + 240, a0_30);
+            store(ap + 248, a0_31);
+            store(ap + 480, a1_28);
+            store(ap + 488, a1_29);
+            store(ap + 496, a1_30);
+            store(ap + 504, a1_31);
         }
-        store(ap + 224, a0_28);
-        store(ap + 232, a0_29);
-        store(ap + 240, a0_30);
-        store(ap + 248, a0_31);
-        store(ap + 480, a1_28);
-        store(ap + 488, a1_29);
-        store(ap + 496, a1_30);
-        store(ap + 504, a1_31);
     }
     for (int j = 0; j < 2; ++j)
         for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
-// values of 128 bytes each, in the rotated domain: 16 passes over the values with
-// 2 of each query's 32 accumulator registers live; each centroid register meets every query.
+// values of 128 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 16 passes over the block with 2 of each query's
+// 32 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d256_b4__neon_q3(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
     const Table<16> centroids0(cb0::kCentroids);
@@ -709,542 +731,551 @@ static void tq_accumulate_d256_b4__neon_q3(const float* weights, size_t weight_s
     alignas(64) float ap[768];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
         for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a1_0 = load(ap + 256);
-        V a1_1 = load(ap + 264);
-        V a2_0 = load(ap + 512);
-        V a2_1 = load(ap + 520);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[3][kWeightBlock];
+        for (int j = 0; j < 3; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a1_0 = load(ap + 256);
+            V a1_1 = load(ap + 264);
+            V a2_0 = load(ap + 512);
+            V a2_1 = load(ap + 520);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 256, a1_0);
+            store(ap + 264, a1_1);
+            store(ap + 512, a2_0);
+            store(ap + 520, a2_1);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 256, a1_0);
-        store(ap + 264, a1_1);
-        store(ap + 512, a2_0);
-        store(ap + 520, a2_1);
-    }
-    {
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a1_2 = load(ap + 272);
-        V a1_3 = load(ap + 280);
-        V a2_2 = load(ap + 528);
-        V a2_3 = load(ap + 536);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
+        {
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a1_2 = load(ap + 272);
+            V a1_3 = load(ap + 280);
+            V a2_2 = load(ap + 528);
+            V a2_3 = load(ap + 536);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-            }
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 272, a1_2);
+            store(ap + 280, a1_3);
+            store(ap + 528, a2_2);
+            store(ap + 536, a2_3);
         }
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 272, a1_2);
-        store(ap + 280, a1_3);
-        store(ap + 528, a2_2);
-        store(ap + 536, a2_3);
-    }
-    {
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a1_4 = load(ap + 288);
-        V a1_5 = load(ap + 296);
-        V a2_4 = load(ap + 544);
-        V a2_5 = load(ap + 552);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
+        {
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a1_4 = load(ap + 288);
+            V a1_5 = load(ap + 296);
+            V a2_4 = load(ap + 544);
+            V a2_5 = load(ap + 552);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-            }
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 288, a1_4);
+            store(ap + 296, a1_5);
+            store(ap + 544, a2_4);
+            store(ap + 552, a2_5);
         }
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 288, a1_4);
-        store(ap + 296, a1_5);
-        store(ap + 544, a2_4);
-        store(ap + 552, a2_5);
-    }
-    {
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a1_6 = load(ap + 304);
-        V a1_7 = load(ap + 312);
-        V a2_6 = load(ap + 560);
-        V a2_7 = load(ap + 568);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
+        {
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a1_6 = load(ap + 304);
+            V a1_7 = load(ap + 312);
+            V a2_6 = load(ap + 560);
+            V a2_7 = load(ap + 568);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-            }
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 304, a1_6);
+            store(ap + 312, a1_7);
+            store(ap + 560, a2_6);
+            store(ap + 568, a2_7);
         }
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 304, a1_6);
-        store(ap + 312, a1_7);
-        store(ap + 560, a2_6);
-        store(ap + 568, a2_7);
-    }
-    {
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a1_8 = load(ap + 320);
-        V a1_9 = load(ap + 328);
-        V a2_8 = load(ap + 576);
-        V a2_9 = load(ap + 584);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(w1);
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
-                a2_8 = fmadd(wt2, c, a2_8);
+        {
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a1_8 = load(ap + 320);
+            V a1_9 = load(ap + 328);
+            V a2_8 = load(ap + 576);
+            V a2_9 = load(ap + 584);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(w1);
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                    a2_8 = fmadd(wt2, c, a2_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                    a2_9 = fmadd(wt2, c, a2_9);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-                a2_9 = fmadd(wt2, c, a2_9);
-            }
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 320, a1_8);
+            store(ap + 328, a1_9);
+            store(ap + 576, a2_8);
+            store(ap + 584, a2_9);
         }
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 320, a1_8);
-        store(ap + 328, a1_9);
-        store(ap + 576, a2_8);
-        store(ap + 584, a2_9);
-    }
-    {
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a1_10 = load(ap + 336);
-        V a1_11 = load(ap + 344);
-        V a2_10 = load(ap + 592);
-        V a2_11 = load(ap + 600);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-                a2_10 = fmadd(wt2, c, a2_10);
+        {
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a1_10 = load(ap + 336);
+            V a1_11 = load(ap + 344);
+            V a2_10 = load(ap + 592);
+            V a2_11 = load(ap + 600);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                    a2_10 = fmadd(wt2, c, a2_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                    a2_11 = fmadd(wt2, c, a2_11);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-                a2_11 = fmadd(wt2, c, a2_11);
-            }
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 336, a1_10);
+            store(ap + 344, a1_11);
+            store(ap + 592, a2_10);
+            store(ap + 600, a2_11);
         }
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 336, a1_10);
-        store(ap + 344, a1_11);
-        store(ap + 592, a2_10);
-        store(ap + 600, a2_11);
-    }
-    {
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a1_12 = load(ap + 352);
-        V a1_13 = load(ap + 360);
-        V a2_12 = load(ap + 608);
-        V a2_13 = load(ap + 616);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
-                a2_12 = fmadd(wt2, c, a2_12);
+        {
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a1_12 = load(ap + 352);
+            V a1_13 = load(ap + 360);
+            V a2_12 = load(ap + 608);
+            V a2_13 = load(ap + 616);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                    a2_12 = fmadd(wt2, c, a2_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                    a2_13 = fmadd(wt2, c, a2_13);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-                a2_13 = fmadd(wt2, c, a2_13);
-            }
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 352, a1_12);
+            store(ap + 360, a1_13);
+            store(ap + 608, a2_12);
+            store(ap + 616, a2_13);
         }
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 352, a1_12);
-        store(ap + 360, a1_13);
-        store(ap + 608, a2_12);
-        store(ap + 616, a2_13);
-    }
-    {
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a1_14 = load(ap + 368);
-        V a1_15 = load(ap + 376);
-        V a2_14 = load(ap + 624);
-        V a2_15 = load(ap + 632);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-                a2_14 = fmadd(wt2, c, a2_14);
+        {
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a1_14 = load(ap + 368);
+            V a1_15 = load(ap + 376);
+            V a2_14 = load(ap + 624);
+            V a2_15 = load(ap + 632);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                    a2_14 = fmadd(wt2, c, a2_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w1));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                    a2_15 = fmadd(wt2, c, a2_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w1));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-                a2_15 = fmadd(wt2, c, a2_15);
-            }
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 368, a1_14);
+            store(ap + 376, a1_15);
+            store(ap + 624, a2_14);
+            store(ap + 632, a2_15);
         }
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 368, a1_14);
-        store(ap + 376, a1_15);
-        store(ap + 624, a2_14);
-        store(ap + 632, a2_15);
-    }
-    {
-        V a0_16 = load(ap + 128);
-        V a0_17 = load(ap + 136);
-        V a1_16 = load(ap + 384);
-        V a1_17 = load(ap + 392);
-        V a2_16 = load(ap + 640);
-        V a2_17 = load(ap + 648);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(w2);
-                a0_16 = fmadd(wt0, c, a0_16);
-                a1_16 = fmadd(wt1, c, a1_16);
-                a2_16 = fmadd(wt2, c, a2_16);
+        {
+            V a0_16 = load(ap + 128);
+            V a0_17 = load(ap + 136);
+            V a1_16 = load(ap + 384);
+            V a1_17 = load(ap + 392);
+            V a2_16 = load(ap + 640);
+            V a2_17 = load(ap + 648);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(w2);
+                    a0_16 = fmadd(wt0, c, a0_16);
+                    a1_16 = fmadd(wt1, c, a1_16);
+                    a2_16 = fmadd(wt2, c, a2_16);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                    a1_17 = fmadd(wt1, c, a1_17);
+                    a2_17 = fmadd(wt2, c, a2_17);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                a0_17 = fmadd(wt0, c, a0_17);
-                a1_17 = fmadd(wt1, c, a1_17);
-                a2_17 = fmadd(wt2, c, a2_17);
-            }
+            store(ap + 128, a0_16);
+            store(ap + 136, a0_17);
+            store(ap + 384, a1_16);
+            store(ap + 392, a1_17);
+            store(ap + 640, a2_16);
+            store(ap + 648, a2_17);
         }
-        store(ap + 128, a0_16);
-        store(ap + 136, a0_17);
-        store(ap + 384, a1_16);
-        store(ap + 392, a1_17);
-        store(ap + 640, a2_16);
-        store(ap + 648, a2_17);
-    }
-    {
-        V a0_18 = load(ap + 144);
-        V a0_19 = load(ap + 152);
-        V a1_18 = load(ap + 400);
-        V a1_19 = load(ap + 408);
-        V a2_18 = load(ap + 656);
-        V a2_19 = load(ap + 664);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                a0_18 = fmadd(wt0, c, a0_18);
-                a1_18 = fmadd(wt1, c, a1_18);
-                a2_18 = fmadd(wt2, c, a2_18);
+        {
+            V a0_18 = load(ap + 144);
+            V a0_19 = load(ap + 152);
+            V a1_18 = load(ap + 400);
+            V a1_19 = load(ap + 408);
+            V a2_18 = load(ap + 656);
+            V a2_19 = load(ap + 664);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                    a1_18 = fmadd(wt1, c, a1_18);
+                    a2_18 = fmadd(wt2, c, a2_18);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                    a1_19 = fmadd(wt1, c, a1_19);
+                    a2_19 = fmadd(wt2, c, a2_19);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                a0_19 = fmadd(wt0, c, a0_19);
-                a1_19 = fmadd(wt1, c, a1_19);
-                a2_19 = fmadd(wt2, c, a2_19);
-            }
+            store(ap + 144, a0_18);
+            store(ap + 152, a0_19);
+            store(ap + 400, a1_18);
+            store(ap + 408, a1_19);
+            store(ap + 656, a2_18);
+            store(ap + 664, a2_19);
         }
-        store(ap + 144, a0_18);
-        store(ap + 152, a0_19);
-        store(ap + 400, a1_18);
-        store(ap + 408, a1_19);
-        store(ap + 656, a2_18);
-        store(ap + 664, a2_19);
-    }
-    {
-        V a0_20 = load(ap + 160);
-        V a0_21 = load(ap + 168);
-        V a1_20 = load(ap + 416);
-        V a1_21 = load(ap + 424);
-        V a2_20 = load(ap + 672);
-        V a2_21 = load(ap + 680);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                a0_20 = fmadd(wt0, c, a0_20);
-                a1_20 = fmadd(wt1, c, a1_20);
-                a2_20 = fmadd(wt2, c, a2_20);
+        {
+            V a0_20 = load(ap + 160);
+            V a0_21 = load(ap + 168);
+            V a1_20 = load(ap + 416);
+            V a1_21 = load(ap + 424);
+            V a2_20 = load(ap + 672);
+            V a2_21 = load(ap + 680);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                    a1_20 = fmadd(wt1, c, a1_20);
+                    a2_20 = fmadd(wt2, c, a2_20);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                    a1_21 = fmadd(wt1, c, a1_21);
+                    a2_21 = fmadd(wt2, c, a2_21);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                a0_21 = fmadd(wt0, c, a0_21);
-                a1_21 = fmadd(wt1, c, a1_21);
-                a2_21 = fmadd(wt2, c, a2_21);
-            }
+            store(ap + 160, a0_20);
+            store(ap + 168, a0_21);
+            store(ap + 416, a1_20);
+            store(ap + 424, a1_21);
+            store(ap + 672, a2_20);
+            store(ap + 680, a2_21);
         }
-        store(ap + 160, a0_20);
-        store(ap + 168, a0_21);
-        store(ap + 416, a1_20);
-        store(ap + 424, a1_21);
-        store(ap + 672, a2_20);
-        store(ap + 680, a2_21);
-    }
-    {
-        V a0_22 = load(ap + 176);
-        V a0_23 = load(ap + 184);
-        V a1_22 = load(ap + 432);
-        V a1_23 = load(ap + 440);
-        V a2_22 = load(ap + 688);
-        V a2_23 = load(ap + 696);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                a0_22 = fmadd(wt0, c, a0_22);
-                a1_22 = fmadd(wt1, c, a1_22);
-                a2_22 = fmadd(wt2, c, a2_22);
+        {
+            V a0_22 = load(ap + 176);
+            V a0_23 = load(ap + 184);
+            V a1_22 = load(ap + 432);
+            V a1_23 = load(ap + 440);
+            V a2_22 = load(ap + 688);
+            V a2_23 = load(ap + 696);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                    a1_22 = fmadd(wt1, c, a1_22);
+                    a2_22 = fmadd(wt2, c, a2_22);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w2));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                    a1_23 = fmadd(wt1, c, a1_23);
+                    a2_23 = fmadd(wt2, c, a2_23);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w2));
-                a0_23 = fmadd(wt0, c, a0_23);
-                a1_23 = fmadd(wt1, c, a1_23);
-                a2_23 = fmadd(wt2, c, a2_23);
-            }
+            store(ap + 176, a0_22);
+            store(ap + 184, a0_23);
+            store(ap + 432, a1_22);
+            store(ap + 440, a1_23);
+            store(ap + 688, a2_22);
+            store(ap + 696, a2_23);
         }
-        store(ap + 176, a0_22);
-        store(ap + 184, a0_23);
-        store(ap + 432, a1_22);
-        store(ap + 440, a1_23);
-        store(ap + 688, a2_22);
-        store(ap + 696, a2_23);
-    }
-    {
-        V a0_24 = load(ap + 192);
-        V a0_25 = load(ap + 200);
-        V a1_24 = load(ap + 448);
-        V a1_25 = load(ap + 456);
-        V a2_24 = load(ap + 704);
-        V a2_25 = load(ap + 712);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(w3);
-                a0_24 = fmadd(wt0, c, a0_24);
-                a1_24 = fmadd(wt1, c, a1_24);
-                a2_24 = fmadd(wt2, c, a2_24);
+        {
+            V a0_24 = load(ap + 192);
+            V a0_25 = load(ap + 200);
+            V a1_24 = load(ap + 448);
+            V a1_25 = load(ap + 456);
+            V a2_24 = load(ap + 704);
+            V a2_25 = load(ap + 712);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(w3);
+                    a0_24 = fmadd(wt0, c, a0_24);
+                    a1_24 = fmadd(wt1, c, a1_24);
+                    a2_24 = fmadd(wt2, c, a2_24);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w3));
+                    a0_25 = fmadd(wt0, c, a0_25);
+                    a1_25 = fmadd(wt1, c, a1_25);
+                    a2_25 = fmadd(wt2, c, a2_25);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w3));
-                a0_25 = fmadd(wt0, c, a0_25);
-                a1_25 = fmadd(wt1, c, a1_25);
-                a2_25 = fmadd(wt2, c, a2_25);
-            }
+            store(ap + 192, a0_24);
+            store(ap + 200, a0_25);
+            store(ap + 448, a1_24);
+            store(ap + 456, a1_25);
+            store(ap + 704, a2_24);
+            store(ap + 712, a2_25);
         }
-        store(ap + 192, a0_24);
-        store(ap + 200, a0_25);
-        store(ap + 448, a1_24);
-        store(ap + 456, a1_25);
-        store(ap + 704, a2_24);
-        store(ap + 712, a2_25);
-    }
-    {
-        V a0_26 = load(ap + 208);
-        V a0_27 = load(ap + 216);
-        V a1_26 = load(ap + 464);
-        V a1_27 = load(ap + 472);
-        V a2_26 = load(ap + 720);
-        V a2_27 = load(ap + 728);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w3));
-                a0_26 = fmadd(wt0, c, a0_26);
-                a1_26 = fmadd(wt1, c, a1_26);
-                a2_26 = fmadd(wt2, c, a2_26);
+        {
+            V a0_26 = load(ap + 208);
+            V a0_27 = load(ap + 216);
+            V a1_26 = load(ap + 464);
+            V a1_27 = load(ap + 472);
+            V a2_26 = load(ap + 720);
+            V a2_27 = load(ap + 728);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w3));
+                    a0_26 = fmadd(wt0, c, a0_26);
+                    a1_26 = fmadd(wt1, c, a1_26);
+                    a2_26 = fmadd(wt2, c, a2_26);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w3));
+                    a0_27 = fmadd(wt0, c, a0_27);
+                    a1_27 = fmadd(wt1, c, a1_27);
+                    a2_27 = fmadd(wt2, c, a2_27);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w3));
-                a0_27 = fmadd(wt0, c, a0_27);
-                a1_27 = fmadd(wt1, c, a1_27);
-                a2_27 = fmadd(wt2, c, a2_27);
-            }
+            store(ap + 208, a0_26);
+            store(ap + 216, a0_27);
+            store(ap + 464, a1_26);
+            store(ap + 472, a1_27);
+            store(ap + 720, a2_26);
+            store(ap + 728, a2_27);
         }
-        store(ap + 208, a0_26);
-        store(ap + 216, a0_27);
-        store(ap + 464, a1_26);
-        store(ap + 472, a1_27);
-        store(ap + 720, a2_26);
-        store(ap + 728, a2_27);
-    }
-    {
-        V a0_28 = load(ap + 224);
-        V a0_29 = load(ap + 232);
-        V a1_28 = load(ap + 480);
-        V a1_29 = load(ap + 488);
-        V a2_28 = load(ap + 736);
-        V a2_29 = load(ap + 744);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w3));
-                a0_28 = fmadd(wt0, c, a0_28);
-                a1_28 = fmadd(wt1, c, a1_28);
-                a2_28 = fmadd(wt2, c, a2_28);
+        {
+            V a0_28 = load(ap + 224);
+            V a0_29 = load(ap + 232);
+            V a1_28 = load(ap + 480);
+            V a1_29 = load(ap + 488);
+            V a2_28 = load(ap + 736);
+            V a2_29 = load(ap + 744);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w3));
+                    a0_28 = fmadd(wt0, c, a0_28);
+                    a1_28 = fmadd(wt1, c, a1_28);
+                    a2_28 = fmadd(wt2, c, a2_28);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w3));
+                    a0_29 = fmadd(wt0, c, a0_29);
+                    a1_29 = fmadd(wt1, c, a1_29);
+                    a2_29 = fmadd(wt2, c, a2_29);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w3));
-                a0_29 = fmadd(wt0, c, a0_29);
-                a1_29 = fmadd(wt1, c, a1_29);
-                a2_29 = fmadd(wt2, c, a2_29);
-            }
+            store(ap + 224, a0_28);
+            store(ap + 232, a0_29);
+            store(ap + 480, a1_28);
+            store(ap + 488, a1_29);
+            store(ap + 736, a2_28);
+            store(ap + 744, a2_29);
         }
-        store(ap + 224, a0_28);
-        store(ap + 232, a0_29);
-        store(ap + 480, a1_28);
-        store(ap + 488, a1_29);
-        store(ap + 736, a2_28);
-        store(ap + 744, a2_29);
-    }
-    {
-        V a0_30 = load(ap + 240);
-        V a0_31 = load(ap + 248);
-        V a1_30 = load(ap + 496);
-        V a1_31 = load(ap + 504);
-        V a2_30 = load(ap + 752);
-        V a2_31 = load(ap + 760);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w3));
-                a0_30 = fmadd(wt0, c, a0_30);
-                a1_30 = fmadd(wt1, c, a1_30);
-                a2_30 = fmadd(wt2, c, a2_30);
+        {
+            V a0_30 = load(ap + 240);
+            V a0_31 = load(ap + 248);
+            V a1_30 = load(ap + 496);
+            V a1_31 = load(ap + 504);
+            V a2_30 = load(ap + 752);
+            V a2_31 = load(ap + 760);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w3));
+                    a0_30 = fmadd(wt0, c, a0_30);
+                    a1_30 = fmadd(wt1, c, a1_30);
+                    a2_30 = fmadd(wt2, c, a2_30);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w3));
+                    a0_31 = fmadd(wt0, c, a0_31);
+                    a1_31 = fmadd(wt1, c, a1_31);
+                    a2_31 = fmadd(wt2, c, a2_31);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w3));
-                a0_31 = fmadd(wt0, c, a0_31);
-                a1_31 = fmadd(wt1, c, a1_31);
-                a2_31 = fmadd(wt2, c, a2_31);
-            }
+            store(ap + 240, a0_30);
+            store(ap + 248, a0_31);
+            store(ap + 496, a1_30);
+            store(ap + 504, a1_31);
+            store(ap + 752, a2_30);
+            store(ap + 760, a2_31);
         }
-        store(ap + 240, a0_30);
-        store(ap + 248, a0_31);
-        store(ap + 496, a1_30);
-        store(ap + 504, a1_31);
-        store(ap + 752, a2_30);
-        store(ap + 760, a2_31);
     }
     for (int j = 0; j < 3; ++j)
         for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
-// values of 128 bytes each, in the rotated domain: 16 passes over the values with
-// 2 of each query's 32 accumulator registers live; each centroid register meets every query.
+// values of 128 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 16 passes over the block with 2 of each query's
+// 32 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d256_b4__neon_q4(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d256_b4;  // coordinates 0..255
     const Table<16> centroids0(cb0::kCentroids);
@@ -1286,646 +1317,652 @@ static void tq_accumulate_d256_b4__neon_q4(const float* weights, size_t weight_s
     alignas(64) float ap[1024];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
-    {
-        V a0_0 = load(ap + 0);
-        V a0_1 = load(ap + 8);
-        V a1_0 = load(ap + 256);
-        V a1_1 = load(ap + 264);
-        V a2_0 = load(ap + 512);
-        V a2_1 = load(ap + 520);
-        V a3_0 = load(ap + 768);
-        V a3_1 = load(ap + 776);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(w0);
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
-                a3_0 = fmadd(wt3, c, a3_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[4][kWeightBlock];
+        for (int j = 0; j < 4; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 8);
+            V a1_0 = load(ap + 256);
+            V a1_1 = load(ap + 264);
+            V a2_0 = load(ap + 512);
+            V a2_1 = load(ap + 520);
+            V a3_0 = load(ap + 768);
+            V a3_1 = load(ap + 776);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(w0);
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                    a3_0 = fmadd(wt3, c, a3_0);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                    a3_1 = fmadd(wt3, c, a3_1);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-                a3_1 = fmadd(wt3, c, a3_1);
-            }
+            store(ap + 0, a0_0);
+            store(ap + 8, a0_1);
+            store(ap + 256, a1_0);
+            store(ap + 264, a1_1);
+            store(ap + 512, a2_0);
+            store(ap + 520, a2_1);
+            store(ap + 768, a3_0);
+            store(ap + 776, a3_1);
         }
-        store(ap + 0, a0_0);
-        store(ap + 8, a0_1);
-        store(ap + 256, a1_0);
-        store(ap + 264, a1_1);
-        store(ap + 512, a2_0);
-        store(ap + 520, a2_1);
-        store(ap + 768, a3_0);
-        store(ap + 776, a3_1);
-    }
-    {
-        V a0_2 = load(ap + 16);
-        V a0_3 = load(ap + 24);
-        V a1_2 = load(ap + 272);
-        V a1_3 = load(ap + 280);
-        V a2_2 = load(ap + 528);
-        V a2_3 = load(ap + 536);
-        V a3_2 = load(ap + 784);
-        V a3_3 = load(ap + 792);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
-                a3_2 = fmadd(wt3, c, a3_2);
+        {
+            V a0_2 = load(ap + 16);
+            V a0_3 = load(ap + 24);
+            V a1_2 = load(ap + 272);
+            V a1_3 = load(ap + 280);
+            V a2_2 = load(ap + 528);
+            V a2_3 = load(ap + 536);
+            V a3_2 = load(ap + 784);
+            V a3_3 = load(ap + 792);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                    a3_2 = fmadd(wt3, c, a3_2);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                    a3_3 = fmadd(wt3, c, a3_3);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-                a3_3 = fmadd(wt3, c, a3_3);
-            }
+            store(ap + 16, a0_2);
+            store(ap + 24, a0_3);
+            store(ap + 272, a1_2);
+            store(ap + 280, a1_3);
+            store(ap + 528, a2_2);
+            store(ap + 536, a2_3);
+            store(ap + 784, a3_2);
+            store(ap + 792, a3_3);
         }
-        store(ap + 16, a0_2);
-        store(ap + 24, a0_3);
-        store(ap + 272, a1_2);
-        store(ap + 280, a1_3);
-        store(ap + 528, a2_2);
-        store(ap + 536, a2_3);
-        store(ap + 784, a3_2);
-        store(ap + 792, a3_3);
-    }
-    {
-        V a0_4 = load(ap + 32);
-        V a0_5 = load(ap + 40);
-        V a1_4 = load(ap + 288);
-        V a1_5 = load(ap + 296);
-        V a2_4 = load(ap + 544);
-        V a2_5 = load(ap + 552);
-        V a3_4 = load(ap + 800);
-        V a3_5 = load(ap + 808);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
-                a3_4 = fmadd(wt3, c, a3_4);
+        {
+            V a0_4 = load(ap + 32);
+            V a0_5 = load(ap + 40);
+            V a1_4 = load(ap + 288);
+            V a1_5 = load(ap + 296);
+            V a2_4 = load(ap + 544);
+            V a2_5 = load(ap + 552);
+            V a3_4 = load(ap + 800);
+            V a3_5 = load(ap + 808);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                    a3_4 = fmadd(wt3, c, a3_4);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                    a3_5 = fmadd(wt3, c, a3_5);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-                a3_5 = fmadd(wt3, c, a3_5);
-            }
+            store(ap + 32, a0_4);
+            store(ap + 40, a0_5);
+            store(ap + 288, a1_4);
+            store(ap + 296, a1_5);
+            store(ap + 544, a2_4);
+            store(ap + 552, a2_5);
+            store(ap + 800, a3_4);
+            store(ap + 808, a3_5);
         }
-        store(ap + 32, a0_4);
-        store(ap + 40, a0_5);
-        store(ap + 288, a1_4);
-        store(ap + 296, a1_5);
-        store(ap + 544, a2_4);
-        store(ap + 552, a2_5);
-        store(ap + 800, a3_4);
-        store(ap + 808, a3_5);
-    }
-    {
-        V a0_6 = load(ap + 48);
-        V a0_7 = load(ap + 56);
-        V a1_6 = load(ap + 304);
-        V a1_7 = load(ap + 312);
-        V a2_6 = load(ap + 560);
-        V a2_7 = load(ap + 568);
-        V a3_6 = load(ap + 816);
-        V a3_7 = load(ap + 824);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w0 = load_dwords(p + 0);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
-                a3_6 = fmadd(wt3, c, a3_6);
+        {
+            V a0_6 = load(ap + 48);
+            V a0_7 = load(ap + 56);
+            V a1_6 = load(ap + 304);
+            V a1_7 = load(ap + 312);
+            V a2_6 = load(ap + 560);
+            V a2_7 = load(ap + 568);
+            V a3_6 = load(ap + 816);
+            V a3_7 = load(ap + 824);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w0 = load_dwords(p + 0);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                    a3_6 = fmadd(wt3, c, a3_6);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w0));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                    a3_7 = fmadd(wt3, c, a3_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w0));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-                a3_7 = fmadd(wt3, c, a3_7);
-            }
+            store(ap + 48, a0_6);
+            store(ap + 56, a0_7);
+            store(ap + 304, a1_6);
+            store(ap + 312, a1_7);
+            store(ap + 560, a2_6);
+            store(ap + 568, a2_7);
+            store(ap + 816, a3_6);
+            store(ap + 824, a3_7);
         }
-        store(ap + 48, a0_6);
-        store(ap + 56, a0_7);
-        store(ap + 304, a1_6);
-        store(ap + 312, a1_7);
-        store(ap + 560, a2_6);
-        store(ap + 568, a2_7);
-        store(ap + 816, a3_6);
-        store(ap + 824, a3_7);
-    }
-    {
-        V a0_8 = load(ap + 64);
-        V a0_9 = load(ap + 72);
-        V a1_8 = load(ap + 320);
-        V a1_9 = load(ap + 328);
-        V a2_8 = load(ap + 576);
-        V a2_9 = load(ap + 584);
-        V a3_8 = load(ap + 832);
-        V a3_9 = load(ap + 840);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(w1);
-                a0_8 = fmadd(wt0, c, a0_8);
-                a1_8 = fmadd(wt1, c, a1_8);
-                a2_8 = fmadd(wt2, c, a2_8);
-                a3_8 = fmadd(wt3, c, a3_8);
+        {
+            V a0_8 = load(ap + 64);
+            V a0_9 = load(ap + 72);
+            V a1_8 = load(ap + 320);
+            V a1_9 = load(ap + 328);
+            V a2_8 = load(ap + 576);
+            V a2_9 = load(ap + 584);
+            V a3_8 = load(ap + 832);
+            V a3_9 = load(ap + 840);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(w1);
+                    a0_8 = fmadd(wt0, c, a0_8);
+                    a1_8 = fmadd(wt1, c, a1_8);
+                    a2_8 = fmadd(wt2, c, a2_8);
+                    a3_8 = fmadd(wt3, c, a3_8);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                    a0_9 = fmadd(wt0, c, a0_9);
+                    a1_9 = fmadd(wt1, c, a1_9);
+                    a2_9 = fmadd(wt2, c, a2_9);
+                    a3_9 = fmadd(wt3, c, a3_9);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                a0_9 = fmadd(wt0, c, a0_9);
-                a1_9 = fmadd(wt1, c, a1_9);
-                a2_9 = fmadd(wt2, c, a2_9);
-                a3_9 = fmadd(wt3, c, a3_9);
-            }
+            store(ap + 64, a0_8);
+            store(ap + 72, a0_9);
+            store(ap + 320, a1_8);
+            store(ap + 328, a1_9);
+            store(ap + 576, a2_8);
+            store(ap + 584, a2_9);
+            store(ap + 832, a3_8);
+            store(ap + 840, a3_9);
         }
-        store(ap + 64, a0_8);
-        store(ap + 72, a0_9);
-        store(ap + 320, a1_8);
-        store(ap + 328, a1_9);
-        store(ap + 576, a2_8);
-        store(ap + 584, a2_9);
-        store(ap + 832, a3_8);
-        store(ap + 840, a3_9);
-    }
-    {
-        V a0_10 = load(ap + 80);
-        V a0_11 = load(ap + 88);
-        V a1_10 = load(ap + 336);
-        V a1_11 = load(ap + 344);
-        V a2_10 = load(ap + 592);
-        V a2_11 = load(ap + 600);
-        V a3_10 = load(ap + 848);
-        V a3_11 = load(ap + 856);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                a0_10 = fmadd(wt0, c, a0_10);
-                a1_10 = fmadd(wt1, c, a1_10);
-                a2_10 = fmadd(wt2, c, a2_10);
-                a3_10 = fmadd(wt3, c, a3_10);
+        {
+            V a0_10 = load(ap + 80);
+            V a0_11 = load(ap + 88);
+            V a1_10 = load(ap + 336);
+            V a1_11 = load(ap + 344);
+            V a2_10 = load(ap + 592);
+            V a2_11 = load(ap + 600);
+            V a3_10 = load(ap + 848);
+            V a3_11 = load(ap + 856);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                    a0_10 = fmadd(wt0, c, a0_10);
+                    a1_10 = fmadd(wt1, c, a1_10);
+                    a2_10 = fmadd(wt2, c, a2_10);
+                    a3_10 = fmadd(wt3, c, a3_10);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                    a0_11 = fmadd(wt0, c, a0_11);
+                    a1_11 = fmadd(wt1, c, a1_11);
+                    a2_11 = fmadd(wt2, c, a2_11);
+                    a3_11 = fmadd(wt3, c, a3_11);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                a0_11 = fmadd(wt0, c, a0_11);
-                a1_11 = fmadd(wt1, c, a1_11);
-                a2_11 = fmadd(wt2, c, a2_11);
-                a3_11 = fmadd(wt3, c, a3_11);
-            }
+            store(ap + 80, a0_10);
+            store(ap + 88, a0_11);
+            store(ap + 336, a1_10);
+            store(ap + 344, a1_11);
+            store(ap + 592, a2_10);
+            store(ap + 600, a2_11);
+            store(ap + 848, a3_10);
+            store(ap + 856, a3_11);
         }
-        store(ap + 80, a0_10);
-        store(ap + 88, a0_11);
-        store(ap + 336, a1_10);
-        store(ap + 344, a1_11);
-        store(ap + 592, a2_10);
-        store(ap + 600, a2_11);
-        store(ap + 848, a3_10);
-        store(ap + 856, a3_11);
-    }
-    {
-        V a0_12 = load(ap + 96);
-        V a0_13 = load(ap + 104);
-        V a1_12 = load(ap + 352);
-        V a1_13 = load(ap + 360);
-        V a2_12 = load(ap + 608);
-        V a2_13 = load(ap + 616);
-        V a3_12 = load(ap + 864);
-        V a3_13 = load(ap + 872);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                a0_12 = fmadd(wt0, c, a0_12);
-                a1_12 = fmadd(wt1, c, a1_12);
-                a2_12 = fmadd(wt2, c, a2_12);
-                a3_12 = fmadd(wt3, c, a3_12);
+        {
+            V a0_12 = load(ap + 96);
+            V a0_13 = load(ap + 104);
+            V a1_12 = load(ap + 352);
+            V a1_13 = load(ap + 360);
+            V a2_12 = load(ap + 608);
+            V a2_13 = load(ap + 616);
+            V a3_12 = load(ap + 864);
+            V a3_13 = load(ap + 872);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                    a0_12 = fmadd(wt0, c, a0_12);
+                    a1_12 = fmadd(wt1, c, a1_12);
+                    a2_12 = fmadd(wt2, c, a2_12);
+                    a3_12 = fmadd(wt3, c, a3_12);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                    a0_13 = fmadd(wt0, c, a0_13);
+                    a1_13 = fmadd(wt1, c, a1_13);
+                    a2_13 = fmadd(wt2, c, a2_13);
+                    a3_13 = fmadd(wt3, c, a3_13);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                a0_13 = fmadd(wt0, c, a0_13);
-                a1_13 = fmadd(wt1, c, a1_13);
-                a2_13 = fmadd(wt2, c, a2_13);
-                a3_13 = fmadd(wt3, c, a3_13);
-            }
+            store(ap + 96, a0_12);
+            store(ap + 104, a0_13);
+            store(ap + 352, a1_12);
+            store(ap + 360, a1_13);
+            store(ap + 608, a2_12);
+            store(ap + 616, a2_13);
+            store(ap + 864, a3_12);
+            store(ap + 872, a3_13);
         }
-        store(ap + 96, a0_12);
-        store(ap + 104, a0_13);
-        store(ap + 352, a1_12);
-        store(ap + 360, a1_13);
-        store(ap + 608, a2_12);
-        store(ap + 616, a2_13);
-        store(ap + 864, a3_12);
-        store(ap + 872, a3_13);
-    }
-    {
-        V a0_14 = load(ap + 112);
-        V a0_15 = load(ap + 120);
-        V a1_14 = load(ap + 368);
-        V a1_15 = load(ap + 376);
-        V a2_14 = load(ap + 624);
-        V a2_15 = load(ap + 632);
-        V a3_14 = load(ap + 880);
-        V a3_15 = load(ap + 888);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w1 = load_dwords(p + 32);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                a0_14 = fmadd(wt0, c, a0_14);
-                a1_14 = fmadd(wt1, c, a1_14);
-                a2_14 = fmadd(wt2, c, a2_14);
-                a3_14 = fmadd(wt3, c, a3_14);
+        {
+            V a0_14 = load(ap + 112);
+            V a0_15 = load(ap + 120);
+            V a1_14 = load(ap + 368);
+            V a1_15 = load(ap + 376);
+            V a2_14 = load(ap + 624);
+            V a2_15 = load(ap + 632);
+            V a3_14 = load(ap + 880);
+            V a3_15 = load(ap + 888);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w1 = load_dwords(p + 32);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                    a0_14 = fmadd(wt0, c, a0_14);
+                    a1_14 = fmadd(wt1, c, a1_14);
+                    a2_14 = fmadd(wt2, c, a2_14);
+                    a3_14 = fmadd(wt3, c, a3_14);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w1));
+                    a0_15 = fmadd(wt0, c, a0_15);
+                    a1_15 = fmadd(wt1, c, a1_15);
+                    a2_15 = fmadd(wt2, c, a2_15);
+                    a3_15 = fmadd(wt3, c, a3_15);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w1));
-                a0_15 = fmadd(wt0, c, a0_15);
-                a1_15 = fmadd(wt1, c, a1_15);
-                a2_15 = fmadd(wt2, c, a2_15);
-                a3_15 = fmadd(wt3, c, a3_15);
-            }
+            store(ap + 112, a0_14);
+            store(ap + 120, a0_15);
+            store(ap + 368, a1_14);
+            store(ap + 376, a1_15);
+            store(ap + 624, a2_14);
+            store(ap + 632, a2_15);
+            store(ap + 880, a3_14);
+            store(ap + 888, a3_15);
         }
-        store(ap + 112, a0_14);
-        store(ap + 120, a0_15);
-        store(ap + 368, a1_14);
-        store(ap + 376, a1_15);
-        store(ap + 624, a2_14);
-        store(ap + 632, a2_15);
-        store(ap + 880, a3_14);
-        store(ap + 888, a3_15);
-    }
-    {
-        V a0_16 = load(ap + 128);
-        V a0_17 = load(ap + 136);
-        V a1_16 = load(ap + 384);
-        V a1_17 = load(ap + 392);
-        V a2_16 = load(ap + 640);
-        V a2_17 = load(ap + 648);
-        V a3_16 = load(ap + 896);
-        V a3_17 = load(ap + 904);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(w2);
-                a0_16 = fmadd(wt0, c, a0_16);
-                a1_16 = fmadd(wt1, c, a1_16);
-                a2_16 = fmadd(wt2, c, a2_16);
-                a3_16 = fmadd(wt3, c, a3_16);
+        {
+            V a0_16 = load(ap + 128);
+            V a0_17 = load(ap + 136);
+            V a1_16 = load(ap + 384);
+            V a1_17 = load(ap + 392);
+            V a2_16 = load(ap + 640);
+            V a2_17 = load(ap + 648);
+            V a3_16 = load(ap + 896);
+            V a3_17 = load(ap + 904);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(w2);
+                    a0_16 = fmadd(wt0, c, a0_16);
+                    a1_16 = fmadd(wt1, c, a1_16);
+                    a2_16 = fmadd(wt2, c, a2_16);
+                    a3_16 = fmadd(wt3, c, a3_16);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
+                    a0_17 = fmadd(wt0, c, a0_17);
+                    a1_17 = fmadd(wt1, c, a1_17);
+                    a2_17 = fmadd(wt2, c, a2_17);
+                    a3_17 = fmadd(wt3, c, a3_17);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                a0_17 = fmadd(wt0, c, a0_17);
-                a1_17 = fmadd(wt1, c, a1_17);
-                a2_17 = fmadd(wt2, c, a2_17);
-                a3_17 = fmadd(wt3, c, a3_17);
-            }
+            store(ap + 128, a0_16);
+            store(ap + 136, a0_17);
+            store(ap + 384, a1_16);
+            store(ap + 392, a1_17);
+            store(ap + 640, a2_16);
+            store(ap + 648, a2_17);
+            store(ap + 896, a3_16);
+            store(ap + 904, a3_17);
         }
-        store(ap + 128, a0_16);
-        store(ap + 136, a0_17);
-        store(ap + 384, a1_16);
-        store(ap + 392, a1_17);
-        store(ap + 640, a2_16);
-        store(ap + 648, a2_17);
-        store(ap + 896, a3_16);
-        store(ap + 904, a3_17);
-    }
-    {
-        V a0_18 = load(ap + 144);
-        V a0_19 = load(ap + 152);
-        V a1_18 = load(ap + 400);
-        V a1_19 = load(ap + 408);
-        V a2_18 = load(ap + 656);
-        V a2_19 = load(ap + 664);
-        V a3_18 = load(ap + 912);
-        V a3_19 = load(ap + 920);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                a0_18 = fmadd(wt0, c, a0_18);
-                a1_18 = fmadd(wt1, c, a1_18);
-                a2_18 = fmadd(wt2, c, a2_18);
-                a3_18 = fmadd(wt3, c, a3_18);
+        {
+            V a0_18 = load(ap + 144);
+            V a0_19 = load(ap + 152);
+            V a1_18 = load(ap + 400);
+            V a1_19 = load(ap + 408);
+            V a2_18 = load(ap + 656);
+            V a2_19 = load(ap + 664);
+            V a3_18 = load(ap + 912);
+            V a3_19 = load(ap + 920);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
+                    a0_18 = fmadd(wt0, c, a0_18);
+                    a1_18 = fmadd(wt1, c, a1_18);
+                    a2_18 = fmadd(wt2, c, a2_18);
+                    a3_18 = fmadd(wt3, c, a3_18);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
+                    a0_19 = fmadd(wt0, c, a0_19);
+                    a1_19 = fmadd(wt1, c, a1_19);
+                    a2_19 = fmadd(wt2, c, a2_19);
+                    a3_19 = fmadd(wt3, c, a3_19);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                a0_19 = fmadd(wt0, c, a0_19);
-                a1_19 = fmadd(wt1, c, a1_19);
-                a2_19 = fmadd(wt2, c, a2_19);
-                a3_19 = fmadd(wt3, c, a3_19);
-            }
+            store(ap + 144, a0_18);
+            store(ap + 152, a0_19);
+            store(ap + 400, a1_18);
+            store(ap + 408, a1_19);
+            store(ap + 656, a2_18);
+            store(ap + 664, a2_19);
+            store(ap + 912, a3_18);
+            store(ap + 920, a3_19);
         }
-        store(ap + 144, a0_18);
-        store(ap + 152, a0_19);
-        store(ap + 400, a1_18);
-        store(ap + 408, a1_19);
-        store(ap + 656, a2_18);
-        store(ap + 664, a2_19);
-        store(ap + 912, a3_18);
-        store(ap + 920, a3_19);
-    }
-    {
-        V a0_20 = load(ap + 160);
-        V a0_21 = load(ap + 168);
-        V a1_20 = load(ap + 416);
-        V a1_21 = load(ap + 424);
-        V a2_20 = load(ap + 672);
-        V a2_21 = load(ap + 680);
-        V a3_20 = load(ap + 928);
-        V a3_21 = load(ap + 936);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                a0_20 = fmadd(wt0, c, a0_20);
-                a1_20 = fmadd(wt1, c, a1_20);
-                a2_20 = fmadd(wt2, c, a2_20);
-                a3_20 = fmadd(wt3, c, a3_20);
+        {
+            V a0_20 = load(ap + 160);
+            V a0_21 = load(ap + 168);
+            V a1_20 = load(ap + 416);
+            V a1_21 = load(ap + 424);
+            V a2_20 = load(ap + 672);
+            V a2_21 = load(ap + 680);
+            V a3_20 = load(ap + 928);
+            V a3_21 = load(ap + 936);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
+                    a0_20 = fmadd(wt0, c, a0_20);
+                    a1_20 = fmadd(wt1, c, a1_20);
+                    a2_20 = fmadd(wt2, c, a2_20);
+                    a3_20 = fmadd(wt3, c, a3_20);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
+                    a0_21 = fmadd(wt0, c, a0_21);
+                    a1_21 = fmadd(wt1, c, a1_21);
+                    a2_21 = fmadd(wt2, c, a2_21);
+                    a3_21 = fmadd(wt3, c, a3_21);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                a0_21 = fmadd(wt0, c, a0_21);
-                a1_21 = fmadd(wt1, c, a1_21);
-                a2_21 = fmadd(wt2, c, a2_21);
-                a3_21 = fmadd(wt3, c, a3_21);
-            }
+            store(ap + 160, a0_20);
+            store(ap + 168, a0_21);
+            store(ap + 416, a1_20);
+            store(ap + 424, a1_21);
+            store(ap + 672, a2_20);
+            store(ap + 680, a2_21);
+            store(ap + 928, a3_20);
+            store(ap + 936, a3_21);
         }
-        store(ap + 160, a0_20);
-        store(ap + 168, a0_21);
-        store(ap + 416, a1_20);
-        store(ap + 424, a1_21);
-        store(ap + 672, a2_20);
-        store(ap + 680, a2_21);
-        store(ap + 928, a3_20);
-        store(ap + 936, a3_21);
-    }
-    {
-        V a0_22 = load(ap + 176);
-        V a0_23 = load(ap + 184);
-        V a1_22 = load(ap + 432);
-        V a1_23 = load(ap + 440);
-        V a2_22 = load(ap + 688);
-        V a2_23 = load(ap + 696);
-        V a3_22 = load(ap + 944);
-        V a3_23 = load(ap + 952);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w2 = load_dwords(p + 64);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                a0_22 = fmadd(wt0, c, a0_22);
-                a1_22 = fmadd(wt1, c, a1_22);
-                a2_22 = fmadd(wt2, c, a2_22);
-                a3_22 = fmadd(wt3, c, a3_22);
+        {
+            V a0_22 = load(ap + 176);
+            V a0_23 = load(ap + 184);
+            V a1_22 = load(ap + 432);
+            V a1_23 = load(ap + 440);
+            V a2_22 = load(ap + 688);
+            V a2_23 = load(ap + 696);
+            V a3_22 = load(ap + 944);
+            V a3_23 = load(ap + 952);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w2 = load_dwords(p + 64);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
+                    a0_22 = fmadd(wt0, c, a0_22);
+                    a1_22 = fmadd(wt1, c, a1_22);
+                    a2_22 = fmadd(wt2, c, a2_22);
+                    a3_22 = fmadd(wt3, c, a3_22);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w2));
+                    a0_23 = fmadd(wt0, c, a0_23);
+                    a1_23 = fmadd(wt1, c, a1_23);
+                    a2_23 = fmadd(wt2, c, a2_23);
+                    a3_23 = fmadd(wt3, c, a3_23);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w2));
-                a0_23 = fmadd(wt0, c, a0_23);
-                a1_23 = fmadd(wt1, c, a1_23);
-                a2_23 = fmadd(wt2, c, a2_23);
-                a3_23 = fmadd(wt3, c, a3_23);
-            }
+            store(ap + 176, a0_22);
+            store(ap + 184, a0_23);
+            store(ap + 432, a1_22);
+            store(ap + 440, a1_23);
+            store(ap + 688, a2_22);
+            store(ap + 696, a2_23);
+            store(ap + 944, a3_22);
+            store(ap + 952, a3_23);
         }
-        store(ap + 176, a0_22);
-        store(ap + 184, a0_23);
-        store(ap + 432, a1_22);
-        store(ap + 440, a1_23);
-        store(ap + 688, a2_22);
-        store(ap + 696, a2_23);
-        store(ap + 944, a3_22);
-        store(ap + 952, a3_23);
-    }
-    {
-        V a0_24 = load(ap + 192);
-        V a0_25 = load(ap + 200);
-        V a1_24 = load(ap + 448);
-        V a1_25 = load(ap + 456);
-        V a2_24 = load(ap + 704);
-        V a2_25 = load(ap + 712);
-        V a3_24 = load(ap + 960);
-        V a3_25 = load(ap + 968);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(w3);
-                a0_24 = fmadd(wt0, c, a0_24);
-                a1_24 = fmadd(wt1, c, a1_24);
-                a2_24 = fmadd(wt2, c, a2_24);
-                a3_24 = fmadd(wt3, c, a3_24);
+        {
+            V a0_24 = load(ap + 192);
+            V a0_25 = load(ap + 200);
+            V a1_24 = load(ap + 448);
+            V a1_25 = load(ap + 456);
+            V a2_24 = load(ap + 704);
+            V a2_25 = load(ap + 712);
+            V a3_24 = load(ap + 960);
+            V a3_25 = load(ap + 968);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(w3);
+                    a0_24 = fmadd(wt0, c, a0_24);
+                    a1_24 = fmadd(wt1, c, a1_24);
+                    a2_24 = fmadd(wt2, c, a2_24);
+                    a3_24 = fmadd(wt3, c, a3_24);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<4>(w3));
+                    a0_25 = fmadd(wt0, c, a0_25);
+                    a1_25 = fmadd(wt1, c, a1_25);
+                    a2_25 = fmadd(wt2, c, a2_25);
+                    a3_25 = fmadd(wt3, c, a3_25);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<4>(w3));
-                a0_25 = fmadd(wt0, c, a0_25);
-                a1_25 = fmadd(wt1, c, a1_25);
-                a2_25 = fmadd(wt2, c, a2_25);
-                a3_25 = fmadd(wt3, c, a3_25);
-            }
+            store(ap + 192, a0_24);
+            store(ap + 200, a0_25);
+            store(ap + 448, a1_24);
+            store(ap + 456, a1_25);
+            store(ap + 704, a2_24);
+            store(ap + 712, a2_25);
+            store(ap + 960, a3_24);
+            store(ap + 968, a3_25);
         }
-        store(ap + 192, a0_24);
-        store(ap + 200, a0_25);
-        store(ap + 448, a1_24);
-        store(ap + 456, a1_25);
-        store(ap + 704, a2_24);
-        store(ap + 712, a2_25);
-        store(ap + 960, a3_24);
-        store(ap + 968, a3_25);
-    }
-    {
-        V a0_26 = load(ap + 208);
-        V a0_27 = load(ap + 216);
-        V a1_26 = load(ap + 464);
-        V a1_27 = load(ap + 472);
-        V a2_26 = load(ap + 720);
-        V a2_27 = load(ap + 728);
-        V a3_26 = load(ap + 976);
-        V a3_27 = load(ap + 984);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<8>(w3));
-                a0_26 = fmadd(wt0, c, a0_26);
-                a1_26 = fmadd(wt1, c, a1_26);
-                a2_26 = fmadd(wt2, c, a2_26);
-                a3_26 = fmadd(wt3, c, a3_26);
+        {
+            V a0_26 = load(ap + 208);
+            V a0_27 = load(ap + 216);
+            V a1_26 = load(ap + 464);
+            V a1_27 = load(ap + 472);
+            V a2_26 = load(ap + 720);
+            V a2_27 = load(ap + 728);
+            V a3_26 = load(ap + 976);
+            V a3_27 = load(ap + 984);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<8>(w3));
+                    a0_26 = fmadd(wt0, c, a0_26);
+                    a1_26 = fmadd(wt1, c, a1_26);
+                    a2_26 = fmadd(wt2, c, a2_26);
+                    a3_26 = fmadd(wt3, c, a3_26);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<12>(w3));
+                    a0_27 = fmadd(wt0, c, a0_27);
+                    a1_27 = fmadd(wt1, c, a1_27);
+                    a2_27 = fmadd(wt2, c, a2_27);
+                    a3_27 = fmadd(wt3, c, a3_27);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<12>(w3));
-                a0_27 = fmadd(wt0, c, a0_27);
-                a1_27 = fmadd(wt1, c, a1_27);
-                a2_27 = fmadd(wt2, c, a2_27);
-                a3_27 = fmadd(wt3, c, a3_27);
-            }
+            store(ap + 208, a0_26);
+            store(ap + 216, a0_27);
+            store(ap + 464, a1_26);
+            store(ap + 472, a1_27);
+            store(ap + 720, a2_26);
+            store(ap + 728, a2_27);
+            store(ap + 976, a3_26);
+            store(ap + 984, a3_27);
         }
-        store(ap + 208, a0_26);
-        store(ap + 216, a0_27);
-        store(ap + 464, a1_26);
-        store(ap + 472, a1_27);
-        store(ap + 720, a2_26);
-        store(ap + 728, a2_27);
-        store(ap + 976, a3_26);
-        store(ap + 984, a3_27);
-    }
-    {
-        V a0_28 = load(ap + 224);
-        V a0_29 = load(ap + 232);
-        V a1_28 = load(ap + 480);
-        V a1_29 = load(ap + 488);
-        V a2_28 = load(ap + 736);
-        V a2_29 = load(ap + 744);
-        V a3_28 = load(ap + 992);
-        V a3_29 = load(ap + 1000);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<16>(w3));
-                a0_28 = fmadd(wt0, c, a0_28);
-                a1_28 = fmadd(wt1, c, a1_28);
-                a2_28 = fmadd(wt2, c, a2_28);
-                a3_28 = fmadd(wt3, c, a3_28);
+        {
+            V a0_28 = load(ap + 224);
+            V a0_29 = load(ap + 232);
+            V a1_28 = load(ap + 480);
+            V a1_29 = load(ap + 488);
+            V a2_28 = load(ap + 736);
+            V a2_29 = load(ap + 744);
+            V a3_28 = load(ap + 992);
+            V a3_29 = load(ap + 1000);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<16>(w3));
+                    a0_28 = fmadd(wt0, c, a0_28);
+                    a1_28 = fmadd(wt1, c, a1_28);
+                    a2_28 = fmadd(wt2, c, a2_28);
+                    a3_28 = fmadd(wt3, c, a3_28);
+                }
+                {
+                    const V c = centroids0.lookup_field<15>(shr<20>(w3));
+                    a0_29 = fmadd(wt0, c, a0_29);
+                    a1_29 = fmadd(wt1, c, a1_29);
+                    a2_29 = fmadd(wt2, c, a2_29);
+                    a3_29 = fmadd(wt3, c, a3_29);
+                }
             }
-            {
-                const V c = centroids0.lookup_field<15>(shr<20>(w3));
-                a0_29 = fmadd(wt0, c, a0_29);
-                a1_29 = fmadd(wt1, c, a1_29);
-                a2_29 = fmadd(wt2, c, a2_29);
-                a3_29 = fmadd(wt3, c, a3_29);
-            }
+            store(ap + 224, a0_28);
+            store(ap + 232, a0_29);
+            store(ap + 480, a1_28);
+            store(ap + 488, a1_29);
+            store(ap + 736, a2_28);
+            store(ap + 744, a2_29);
+            store(ap + 992, a3_28);
+            store(ap + 1000, a3_29);
         }
-        store(ap + 224, a0_28);
-        store(ap + 232, a0_29);
-        store(ap + 480, a1_28);
-        store(ap + 488, a1_29);
-        store(ap + 736, a2_28);
-        store(ap + 744, a2_29);
-        store(ap + 992, a3_28);
-        store(ap + 1000, a3_29);
-    }
-    {
-        V a0_30 = load(ap + 240);
-        V a0_31 = load(ap + 248);
-        V a1_30 = load(ap + 496);
-        V a1_31 = load(ap + 504);
-        V a2_30 = load(ap + 752);
-        V a2_31 = load(ap + 760);
-        V a3_30 = load(ap + 1008);
-        V a3_31 = load(ap + 1016);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 128;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            const I w3 = load_dwords(p + 96);
-            {
-                const V c = centroids0.lookup_field<15>(shr<24>(w3));
-                a0_30 = fmadd(wt0, c, a0_30);
-                a1_30 = fmadd(wt1, c, a1_30);
-                a2_30 = fmadd(wt2, c, a2_30);
-                a3_30 = fmadd(wt3, c, a3_30);
+        {
+            V a0_30 = load(ap + 240);
+            V a0_31 = load(ap + 248);
+            V a1_30 = load(ap + 496);
+            V a1_31 = load(ap + 504);
+            V a2_30 = load(ap + 752);
+            V a2_31 = load(ap + 760);
+            V a3_30 = load(ap + 1008);
+            V a3_31 = load(ap + 1016);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 128;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                const I w3 = load_dwords(p + 96);
+                {
+                    const V c = centroids0.lookup_field<15>(shr<24>(w3));
+                    a0_30 = fmadd(wt0, c, a0_30);
+                    a1_30 = fmadd(wt1, c, a1_30);
+                    a2_30 = fmadd(wt2, c, a2_30);
+                    a3_30 = fmadd(wt3, c, a3_30);
+                }
+                {
+                    const V c = centroids0.lookup(shr<28>(w3));
+                    a0_31 = fmadd(wt0, c, a0_31);
+                    a1_31 = fmadd(wt1, c, a1_31);
+                    a2_31 = fmadd(wt2, c, a2_31);
+                    a3_31 = fmadd(wt3, c, a3_31);
+                }
             }
-            {
-                const V c = centroids0.lookup(shr<28>(w3));
-                a0_31 = fmadd(wt0, c, a0_31);
-                a1_31 = fmadd(wt1, c, a1_31);
-                a2_31 = fmadd(wt2, c, a2_31);
-                a3_31 = fmadd(wt3, c, a3_31);
-            }
+            store(ap + 240, a0_30);
+            store(ap + 248, a0_31);
+            store(ap + 496, a1_30);
+            store(ap + 504, a1_31);
+            store(ap + 752, a2_30);
+            store(ap + 760, a2_31);
+            store(ap + 1008, a3_30);
+            store(ap + 1016, a3_31);
         }
-        store(ap + 240, a0_30);
-        store(ap + 248, a0_31);
-        store(ap + 496, a1_30);
-        store(ap + 504, a1_31);
-        store(ap + 752, a2_30);
-        store(ap + 760, a2_31);
-        store(ap + 1008, a3_30);
-        store(ap + 1016, a3_31);
     }
     for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];

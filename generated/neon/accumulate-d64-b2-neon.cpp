@@ -12,464 +12,501 @@
 namespace tq::neon {
 
 static_assert(kLanes == 8, "generator/isas.py and isa/neon.hpp disagree on the lanes");
+constexpr size_t kWeightBlock = 64;  // values whose weight products are kept for every register pass
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 1 query j over n packed
-// values of 16 bytes each, in the rotated domain: 1 pass over the values with
-// 8 of each query's 8 accumulator registers live; each centroid register meets every query.
+// values of 16 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 1 pass over the block with 8 of each query's
+// 8 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d64_b2__neon_q1(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
     const Table<4> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 0));
-                a0_0 = fmadd(wt0, c, a0_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[1][kWeightBlock];
+        for (int j = 0; j < 1; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 0));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                }
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 8));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                }
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                }
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 8));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                }
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                }
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 8));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                }
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                }
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 8));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 8));
-                a0_1 = fmadd(wt0, c, a0_1);
-            }
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 0));
-                a0_2 = fmadd(wt0, c, a0_2);
-            }
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 8));
-                a0_3 = fmadd(wt0, c, a0_3);
-            }
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 0));
-                a0_4 = fmadd(wt0, c, a0_4);
-            }
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 8));
-                a0_5 = fmadd(wt0, c, a0_5);
-            }
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 0));
-                a0_6 = fmadd(wt0, c, a0_6);
-            }
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 8));
-                a0_7 = fmadd(wt0, c, a0_7);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
     }
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
-// values of 16 bytes each, in the rotated domain: 2 passes over the values with
-// 4 of each query's 8 accumulator registers live; each centroid register meets every query.
+// values of 16 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 2 passes over the block with 4 of each query's
+// 8 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d64_b2__neon_q2(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
     const Table<4> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a1_0 = load(acc + 1 * acc_stride + 0);
-        V a1_1 = load(acc + 1 * acc_stride + 8);
-        V a1_2 = load(acc + 1 * acc_stride + 16);
-        V a1_3 = load(acc + 1 * acc_stride + 24);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 0));
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[2][kWeightBlock];
+        for (int j = 0; j < 2; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 0));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                }
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 8));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                }
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                }
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 8));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 8));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-            }
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-            }
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 8));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 1 * acc_stride + 24, a1_3);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 1 * acc_stride + 0, a1_0);
-        store(acc + 1 * acc_stride + 8, a1_1);
-        store(acc + 1 * acc_stride + 16, a1_2);
-        store(acc + 1 * acc_stride + 24, a1_3);
-    }
-    {
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a1_4 = load(acc + 1 * acc_stride + 32);
-        V a1_5 = load(acc + 1 * acc_stride + 40);
-        V a1_6 = load(acc + 1 * acc_stride + 48);
-        V a1_7 = load(acc + 1 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                }
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 8));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                }
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                }
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 8));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 8));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-            }
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-            }
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 8));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 1 * acc_stride + 56, a1_7);
         }
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 1 * acc_stride + 32, a1_4);
-        store(acc + 1 * acc_stride + 40, a1_5);
-        store(acc + 1 * acc_stride + 48, a1_6);
-        store(acc + 1 * acc_stride + 56, a1_7);
     }
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
-// values of 16 bytes each, in the rotated domain: 4 passes over the values with
-// 2 of each query's 8 accumulator registers live; each centroid register meets every query.
+// values of 16 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 4 passes over the block with 2 of each query's
+// 8 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d64_b2__neon_q3(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
     const Table<4> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a1_0 = load(acc + 1 * acc_stride + 0);
-        V a1_1 = load(acc + 1 * acc_stride + 8);
-        V a2_0 = load(acc + 2 * acc_stride + 0);
-        V a2_1 = load(acc + 2 * acc_stride + 8);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 0));
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[3][kWeightBlock];
+        for (int j = 0; j < 3; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a2_0 = load(acc + 2 * acc_stride + 0);
+            V a2_1 = load(acc + 2 * acc_stride + 8);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 0));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                }
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 8));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 8));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 2 * acc_stride + 0, a2_0);
+            store(acc + 2 * acc_stride + 8, a2_1);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 1 * acc_stride + 0, a1_0);
-        store(acc + 1 * acc_stride + 8, a1_1);
-        store(acc + 2 * acc_stride + 0, a2_0);
-        store(acc + 2 * acc_stride + 8, a2_1);
-    }
-    {
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a1_2 = load(acc + 1 * acc_stride + 16);
-        V a1_3 = load(acc + 1 * acc_stride + 24);
-        V a2_2 = load(acc + 2 * acc_stride + 16);
-        V a2_3 = load(acc + 2 * acc_stride + 24);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
+        {
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            V a2_2 = load(acc + 2 * acc_stride + 16);
+            V a2_3 = load(acc + 2 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                }
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 8));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 8));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-            }
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 1 * acc_stride + 24, a1_3);
+            store(acc + 2 * acc_stride + 16, a2_2);
+            store(acc + 2 * acc_stride + 24, a2_3);
         }
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 1 * acc_stride + 16, a1_2);
-        store(acc + 1 * acc_stride + 24, a1_3);
-        store(acc + 2 * acc_stride + 16, a2_2);
-        store(acc + 2 * acc_stride + 24, a2_3);
-    }
-    {
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a1_4 = load(acc + 1 * acc_stride + 32);
-        V a1_5 = load(acc + 1 * acc_stride + 40);
-        V a2_4 = load(acc + 2 * acc_stride + 32);
-        V a2_5 = load(acc + 2 * acc_stride + 40);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a2_4 = load(acc + 2 * acc_stride + 32);
+            V a2_5 = load(acc + 2 * acc_stride + 40);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                }
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 8));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 8));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 2 * acc_stride + 32, a2_4);
+            store(acc + 2 * acc_stride + 40, a2_5);
         }
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 1 * acc_stride + 32, a1_4);
-        store(acc + 1 * acc_stride + 40, a1_5);
-        store(acc + 2 * acc_stride + 32, a2_4);
-        store(acc + 2 * acc_stride + 40, a2_5);
-    }
-    {
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a1_6 = load(acc + 1 * acc_stride + 48);
-        V a1_7 = load(acc + 1 * acc_stride + 56);
-        V a2_6 = load(acc + 2 * acc_stride + 48);
-        V a2_7 = load(acc + 2 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
+        {
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            V a2_6 = load(acc + 2 * acc_stride + 48);
+            V a2_7 = load(acc + 2 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                }
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 8));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 8));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-            }
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 1 * acc_stride + 56, a1_7);
+            store(acc + 2 * acc_stride + 48, a2_6);
+            store(acc + 2 * acc_stride + 56, a2_7);
         }
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 1 * acc_stride + 48, a1_6);
-        store(acc + 1 * acc_stride + 56, a1_7);
-        store(acc + 2 * acc_stride + 48, a2_6);
-        store(acc + 2 * acc_stride + 56, a2_7);
     }
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
-// values of 16 bytes each, in the rotated domain: 4 passes over the values with
-// 2 of each query's 8 accumulator registers live; each centroid register meets every query.
+// values of 16 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 4 passes over the block with 2 of each query's
+// 8 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
 static void tq_accumulate_d64_b2__neon_q4(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
     namespace cb0 = tq::codebooks::d64_b2;  // coordinates 0..63
     const Table<4> centroids0(cb0::kCentroids);
-    {
-        V a0_0 = load(acc + 0 * acc_stride + 0);
-        V a0_1 = load(acc + 0 * acc_stride + 8);
-        V a1_0 = load(acc + 1 * acc_stride + 0);
-        V a1_1 = load(acc + 1 * acc_stride + 8);
-        V a2_0 = load(acc + 2 * acc_stride + 0);
-        V a2_1 = load(acc + 2 * acc_stride + 8);
-        V a3_0 = load(acc + 3 * acc_stride + 0);
-        V a3_1 = load(acc + 3 * acc_stride + 8);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 0));
-                a0_0 = fmadd(wt0, c, a0_0);
-                a1_0 = fmadd(wt1, c, a1_0);
-                a2_0 = fmadd(wt2, c, a2_0);
-                a3_0 = fmadd(wt3, c, a3_0);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[4][kWeightBlock];
+        for (int j = 0; j < 4; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a2_0 = load(acc + 2 * acc_stride + 0);
+            V a2_1 = load(acc + 2 * acc_stride + 8);
+            V a3_0 = load(acc + 3 * acc_stride + 0);
+            V a3_1 = load(acc + 3 * acc_stride + 8);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 0));
+                    a0_0 = fmadd(wt0, c, a0_0);
+                    a1_0 = fmadd(wt1, c, a1_0);
+                    a2_0 = fmadd(wt2, c, a2_0);
+                    a3_0 = fmadd(wt3, c, a3_0);
+                }
+                {
+                    const V c = centroids0.lookup(field<0, 3>(p + 8));
+                    a0_1 = fmadd(wt0, c, a0_1);
+                    a1_1 = fmadd(wt1, c, a1_1);
+                    a2_1 = fmadd(wt2, c, a2_1);
+                    a3_1 = fmadd(wt3, c, a3_1);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<0, 3>(p + 8));
-                a0_1 = fmadd(wt0, c, a0_1);
-                a1_1 = fmadd(wt1, c, a1_1);
-                a2_1 = fmadd(wt2, c, a2_1);
-                a3_1 = fmadd(wt3, c, a3_1);
-            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 2 * acc_stride + 0, a2_0);
+            store(acc + 2 * acc_stride + 8, a2_1);
+            store(acc + 3 * acc_stride + 0, a3_0);
+            store(acc + 3 * acc_stride + 8, a3_1);
         }
-        store(acc + 0 * acc_stride + 0, a0_0);
-        store(acc + 0 * acc_stride + 8, a0_1);
-        store(acc + 1 * acc_stride + 0, a1_0);
-        store(acc + 1 * acc_stride + 8, a1_1);
-        store(acc + 2 * acc_stride + 0, a2_0);
-        store(acc + 2 * acc_stride + 8, a2_1);
-        store(acc + 3 * acc_stride + 0, a3_0);
-        store(acc + 3 * acc_stride + 8, a3_1);
-    }
-    {
-        V a0_2 = load(acc + 0 * acc_stride + 16);
-        V a0_3 = load(acc + 0 * acc_stride + 24);
-        V a1_2 = load(acc + 1 * acc_stride + 16);
-        V a1_3 = load(acc + 1 * acc_stride + 24);
-        V a2_2 = load(acc + 2 * acc_stride + 16);
-        V a2_3 = load(acc + 2 * acc_stride + 24);
-        V a3_2 = load(acc + 3 * acc_stride + 16);
-        V a3_3 = load(acc + 3 * acc_stride + 24);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 0));
-                a0_2 = fmadd(wt0, c, a0_2);
-                a1_2 = fmadd(wt1, c, a1_2);
-                a2_2 = fmadd(wt2, c, a2_2);
-                a3_2 = fmadd(wt3, c, a3_2);
+        {
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            V a2_2 = load(acc + 2 * acc_stride + 16);
+            V a2_3 = load(acc + 2 * acc_stride + 24);
+            V a3_2 = load(acc + 3 * acc_stride + 16);
+            V a3_3 = load(acc + 3 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 0));
+                    a0_2 = fmadd(wt0, c, a0_2);
+                    a1_2 = fmadd(wt1, c, a1_2);
+                    a2_2 = fmadd(wt2, c, a2_2);
+                    a3_2 = fmadd(wt3, c, a3_2);
+                }
+                {
+                    const V c = centroids0.lookup(field<2, 3>(p + 8));
+                    a0_3 = fmadd(wt0, c, a0_3);
+                    a1_3 = fmadd(wt1, c, a1_3);
+                    a2_3 = fmadd(wt2, c, a2_3);
+                    a3_3 = fmadd(wt3, c, a3_3);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<2, 3>(p + 8));
-                a0_3 = fmadd(wt0, c, a0_3);
-                a1_3 = fmadd(wt1, c, a1_3);
-                a2_3 = fmadd(wt2, c, a2_3);
-                a3_3 = fmadd(wt3, c, a3_3);
-            }
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 1 * acc_stride + 24, a1_3);
+            store(acc + 2 * acc_stride + 16, a2_2);
+            store(acc + 2 * acc_stride + 24, a2_3);
+            store(acc + 3 * acc_stride + 16, a3_2);
+            store(acc + 3 * acc_stride + 24, a3_3);
         }
-        store(acc + 0 * acc_stride + 16, a0_2);
-        store(acc + 0 * acc_stride + 24, a0_3);
-        store(acc + 1 * acc_stride + 16, a1_2);
-        store(acc + 1 * acc_stride + 24, a1_3);
-        store(acc + 2 * acc_stride + 16, a2_2);
-        store(acc + 2 * acc_stride + 24, a2_3);
-        store(acc + 3 * acc_stride + 16, a3_2);
-        store(acc + 3 * acc_stride + 24, a3_3);
-    }
-    {
-        V a0_4 = load(acc + 0 * acc_stride + 32);
-        V a0_5 = load(acc + 0 * acc_stride + 40);
-        V a1_4 = load(acc + 1 * acc_stride + 32);
-        V a1_5 = load(acc + 1 * acc_stride + 40);
-        V a2_4 = load(acc + 2 * acc_stride + 32);
-        V a2_5 = load(acc + 2 * acc_stride + 40);
-        V a3_4 = load(acc + 3 * acc_stride + 32);
-        V a3_5 = load(acc + 3 * acc_stride + 40);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 0));
-                a0_4 = fmadd(wt0, c, a0_4);
-                a1_4 = fmadd(wt1, c, a1_4);
-                a2_4 = fmadd(wt2, c, a2_4);
-                a3_4 = fmadd(wt3, c, a3_4);
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a2_4 = load(acc + 2 * acc_stride + 32);
+            V a2_5 = load(acc + 2 * acc_stride + 40);
+            V a3_4 = load(acc + 3 * acc_stride + 32);
+            V a3_5 = load(acc + 3 * acc_stride + 40);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 0));
+                    a0_4 = fmadd(wt0, c, a0_4);
+                    a1_4 = fmadd(wt1, c, a1_4);
+                    a2_4 = fmadd(wt2, c, a2_4);
+                    a3_4 = fmadd(wt3, c, a3_4);
+                }
+                {
+                    const V c = centroids0.lookup(field<4, 3>(p + 8));
+                    a0_5 = fmadd(wt0, c, a0_5);
+                    a1_5 = fmadd(wt1, c, a1_5);
+                    a2_5 = fmadd(wt2, c, a2_5);
+                    a3_5 = fmadd(wt3, c, a3_5);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<4, 3>(p + 8));
-                a0_5 = fmadd(wt0, c, a0_5);
-                a1_5 = fmadd(wt1, c, a1_5);
-                a2_5 = fmadd(wt2, c, a2_5);
-                a3_5 = fmadd(wt3, c, a3_5);
-            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 2 * acc_stride + 32, a2_4);
+            store(acc + 2 * acc_stride + 40, a2_5);
+            store(acc + 3 * acc_stride + 32, a3_4);
+            store(acc + 3 * acc_stride + 40, a3_5);
         }
-        store(acc + 0 * acc_stride + 32, a0_4);
-        store(acc + 0 * acc_stride + 40, a0_5);
-        store(acc + 1 * acc_stride + 32, a1_4);
-        store(acc + 1 * acc_stride + 40, a1_5);
-        store(acc + 2 * acc_stride + 32, a2_4);
-        store(acc + 2 * acc_stride + 40, a2_5);
-        store(acc + 3 * acc_stride + 32, a3_4);
-        store(acc + 3 * acc_stride + 40, a3_5);
-    }
-    {
-        V a0_6 = load(acc + 0 * acc_stride + 48);
-        V a0_7 = load(acc + 0 * acc_stride + 56);
-        V a1_6 = load(acc + 1 * acc_stride + 48);
-        V a1_7 = load(acc + 1 * acc_stride + 56);
-        V a2_6 = load(acc + 2 * acc_stride + 48);
-        V a2_7 = load(acc + 2 * acc_stride + 56);
-        V a3_6 = load(acc + 3 * acc_stride + 48);
-        V a3_7 = load(acc + 3 * acc_stride + 56);
-        for (size_t t = 0; t < n; ++t) {
-            const uint8_t* p = codes + t * 16;
-            const V wt0 = set1(weights[0 * weight_stride + t] * scales[t]);
-            const V wt1 = set1(weights[1 * weight_stride + t] * scales[t]);
-            const V wt2 = set1(weights[2 * weight_stride + t] * scales[t]);
-            const V wt3 = set1(weights[3 * weight_stride + t] * scales[t]);
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 0));
-                a0_6 = fmadd(wt0, c, a0_6);
-                a1_6 = fmadd(wt1, c, a1_6);
-                a2_6 = fmadd(wt2, c, a2_6);
-                a3_6 = fmadd(wt3, c, a3_6);
+        {
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            V a2_6 = load(acc + 2 * acc_stride + 48);
+            V a2_7 = load(acc + 2 * acc_stride + 56);
+            V a3_6 = load(acc + 3 * acc_stride + 48);
+            V a3_7 = load(acc + 3 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 16;
+                const V wt0 = set1(wts[0][t]);
+                const V wt1 = set1(wts[1][t]);
+                const V wt2 = set1(wts[2][t]);
+                const V wt3 = set1(wts[3][t]);
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 0));
+                    a0_6 = fmadd(wt0, c, a0_6);
+                    a1_6 = fmadd(wt1, c, a1_6);
+                    a2_6 = fmadd(wt2, c, a2_6);
+                    a3_6 = fmadd(wt3, c, a3_6);
+                }
+                {
+                    const V c = centroids0.lookup(field<6, 255>(p + 8));
+                    a0_7 = fmadd(wt0, c, a0_7);
+                    a1_7 = fmadd(wt1, c, a1_7);
+                    a2_7 = fmadd(wt2, c, a2_7);
+                    a3_7 = fmadd(wt3, c, a3_7);
+                }
             }
-            {
-                const V c = centroids0.lookup(field<6, 255>(p + 8));
-                a0_7 = fmadd(wt0, c, a0_7);
-                a1_7 = fmadd(wt1, c, a1_7);
-                a2_7 = fmadd(wt2, c, a2_7);
-                a3_7 = fmadd(wt3, c, a3_7);
-            }
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 1 * acc_stride + 56, a1_7);
+            store(acc + 2 * acc_stride + 48, a2_6);
+            store(acc + 2 * acc_stride + 56, a2_7);
+            store(acc + 3 * acc_stride + 48, a3_6);
+            store(acc + 3 * acc_stride + 56, a3_7);
         }
-        store(acc + 0 * acc_stride + 48, a0_6);
-        store(acc + 0 * acc_stride + 56, a0_7);
-        store(acc + 1 * acc_stride + 48, a1_6);
-        store(acc + 1 * acc_stride + 56, a1_7);
-        store(acc + 2 * acc_stride + 48, a2_6);
-        store(acc + 2 * acc_stride + 56, a2_7);
-        store(acc + 3 * acc_stride + 48, a3_6);
-        store(acc + 3 * acc_stride + 56, a3_7);
     }
 }
 

@@ -37,8 +37,11 @@ constexpr Table table(const float (&c)[N], float step) {
 // Q are all 0).  |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding
 // before nearbyint adds at most 127 ulp of a unit to the half.
 inline float quantize_query(const float* q, int d, const int* coords, int lanes, std::int8_t* out) {
-    float max = 0;
-    for (int i = 0; i < d; ++i) max = std::fmax(max, std::fabs(q[i]));
+    float max = 0;  // a compare, not std::fmax: that is a call into libm per coordinate
+    for (int i = 0; i < d; ++i) {
+        const float a = std::fabs(q[i]);
+        max = a > max ? a : max;  // a NaN is passed over, as fmax does
+    }
     const float inv = max > 0 ? 127.0f / max : 0.0f;
     for (int k = 0; k < lanes; ++k) {
         const int i = coords ? coords[k] : k;
