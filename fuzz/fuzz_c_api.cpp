@@ -102,7 +102,7 @@ float softmax_scale_arg(Bytes& in, int d) {
 // Runs one operation on the cache and checks the contract.
 void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_tq_cache* cache, int layers, int heads,
              int positions, int d) {
-    const int op = in.byte() % 9;
+    const int op = in.byte() % 10;
     const fa_tq_state* s = in.byte() < 240 ? state : (in.byte() % 2 ? other : nullptr);
     const int layer = in.in(-1, layers);
     const std::uint8_t p = in.byte();
@@ -174,6 +174,33 @@ void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_t
         failed = fa_tq_attention_batch(s, cache, layer, pos, n_tokens, q.data(), q_heads, k.data(), v.data(), scale,
                                        out.data()) != FA_TQ_OK;
         if (!failed && !finite(out.data(), out.size())) broken("fa_tq_attention_batch succeeded with a non-finite output");
+        break;
+    }
+    case 9: {  // a saved state read back as it was, altered, cut short or lengthened
+        call = "fa_tq_cache_deserialize";
+        std::size_t size = 0;
+        if (fa_tq_cache_serialize(cache, nullptr, 0, &size) != FA_TQ_OK || size == 0)
+            broken(std::string("fa_tq_cache_serialize: no size for a valid cache: ") + fa_tq_last_error());
+        std::vector<std::uint8_t> bytes(size);
+        if (size > 1 && fa_tq_cache_serialize(cache, bytes.data(), size - 1, &size) == FA_TQ_OK)
+            broken("fa_tq_cache_serialize wrote into a buffer too small");
+        if (fa_tq_cache_serialize(cache, bytes.data(), bytes.size(), &size) != FA_TQ_OK || size != bytes.size())
+            broken(std::string("fa_tq_cache_serialize failed on a valid cache: ") + fa_tq_last_error());
+        const std::uint8_t how = in.byte();
+        const std::size_t at = in.u32() % bytes.size();
+        if (how >= 64 && how < 192) bytes[at] ^= std::uint8_t(1u << (how % 8));  // one bit flipped
+        else if (how >= 192 && how < 224) bytes.resize(at);                         // truncated
+        else if (how >= 224) bytes.push_back(how);                                  // one byte too many
+        failed = fa_tq_cache_deserialize(cache, bytes.empty() ? nullptr : bytes.data(), bytes.size()) != FA_TQ_OK;
+        if (failed && how < 64) broken(std::string("fa_tq_cache_deserialize refused its own bytes: ") + fa_tq_last_error());
+        if (!failed && how < 64 && !(before == tq::test::Snapshot(cache)))
+            broken("fa_tq_cache_deserialize of the cache's own bytes changed it");
+        if (!failed) {  // what it accepted it holds: written again, the same bytes
+            std::vector<std::uint8_t> again(bytes.size() + 1);
+            if (fa_tq_cache_serialize(cache, again.data(), again.size(), &size) != FA_TQ_OK || size != bytes.size() ||
+                !std::equal(bytes.begin(), bytes.end(), again.begin()))
+                broken("fa_tq_cache_deserialize accepted bytes that do not serialize back to themselves");
+        }
         break;
     }
     case 7: {  // the attention executor: the cache's pool (bad counts too), an engine's, or none

@@ -121,6 +121,9 @@ def c_api_calls() -> dict[str, bytes]:
     def threads(kind: int) -> bytes:  # the executor: kind 0..3 a pool of 1..4 threads, 129 an engine's parallel-for
         return bytes([7, 0, 1, 1, kind])
 
+    def state(how: int, at: int) -> bytes:  # serialize, then read back: how < 64 as written, < 192 a bit flipped at `at`
+        return bytes([9, 0, 1, 1, how]) + struct.pack("<I", at)
+
     defaults = bytes(6)                   # every lever at its default
     levers = bytes([1, 2, 4, 3, 3, 2])    # norm scales, float scales, centered keys and values, block 16, 1 sink, smoothed
     linear = b"".join(attention(p) for p in range(4)) + decode() + evict(2) + attention(2)
@@ -131,7 +134,8 @@ def c_api_calls() -> dict[str, bytes]:
             "layers": config(defaults, bytes([6, 1, 1, 15, 0])) + linear,  # two layers (the last on another seed), linear
             "threads": config(defaults, bytes([0, 0, 2, 15])) + threads(2) + linear + threads(129) + linear,  # 3 KV heads
             "batch": config(defaults, one_layer) + batch(0, 5) + batch(5, 3) + decode() + batch(2, 6),
-            "ring_batch": config(defaults, bytes([4, 0, 0, 7])) + batch(0, 6) + batch(6, 6)}  # wraps 8 slots
+            "ring_batch": config(defaults, bytes([4, 0, 0, 7])) + batch(0, 6) + batch(6, 6),  # wraps 8 slots
+            "state": config(levers, one_layer) + linear + state(0, 0) + state(100, 200) + attention(3)}
 
 
 def main() -> int:

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -144,6 +145,55 @@ TEST_CASE("cache: a deserialized cache continues exactly as the serialized one, 
             step(dst, t, b);
             CHECK(a == b);
         }
+    }
+}
+
+TEST_CASE("cache: saved bytes with an exponent bit flipped are refused, or attend to finite outputs") {
+    // Bit 6 of a byte is the top exponent bit of every half, float and double whose
+    // last byte it is: a scale, mean, sink, sum or bound made huge or tiny.  Sampled
+    // bytes with an odd stride (every position in a word), both kinds of cache.
+    const int d = tq::test::main_head_dim(), L = 2, H = 2, max_seq = 24;
+    const auto& v = tq::variants().back();
+    for (auto format : {FA_TQ_SCALE_FORMAT_F16, FA_TQ_SCALE_FORMAT_F32})
+      for (auto mode : {KVCache::Mode::linear, KVCache::Mode::ring}) {
+        CAPTURE(int(format));
+        CAPTURE(int(mode));
+        const tq::Quantizer quant(d, {tq::rate(v), tq::rate(v), FA_TQ_SCALE_DEFAULT, format}, 5);
+        const int written = mode == KVCache::Mode::ring ? 30 : max_seq - 2;
+        KVCache cache(quant, L, H, max_seq, mode);
+        const std::size_t token = std::size_t(H) * d, q_row = 2 * token;
+        const auto x = tq::test::gaussian((written + 1) * (2 * token + q_row), 17);
+        std::vector<float> out(q_row);
+        auto step = [&](int t) {
+            const float* base = &x[t * (2 * token + q_row)];
+            for (int l = 0; l < L; ++l)
+                cache.attention(l, t, {base + 2 * token, q_row}, {base, token}, {base + token, token}, out);
+        };
+        for (int t = 0; t < written; ++t) step(t);
+        const std::vector<std::uint8_t> bytes = cache.serialize();
+        const std::size_t stride = 2 * (bytes.size() / 3000) + 1;
+        int refused = 0, accepted = 0;
+        for (std::size_t i = 0; i < bytes.size(); i += stride) {
+            std::vector<std::uint8_t> flipped = bytes;
+            flipped[i] ^= 0x40;
+            try {
+                cache.deserialize(flipped);
+            } catch (const tq::Error&) {
+                ++refused;
+                REQUIRE(cache.serialize() == bytes);
+                continue;
+            }
+            ++accepted;
+            CAPTURE(i);
+            try {
+                step(written);  // may be refused (a range error), never non-finite
+                for (float y : out) REQUIRE(std::isfinite(y));
+            } catch (const tq::Error&) {
+            }
+            cache.deserialize(bytes);
+        }
+        CHECK(refused > 0);
+        CHECK(accepted > 0);  // codes: any bits are levels
     }
 }
 

@@ -174,6 +174,7 @@ int fa_tq_cache_clear(fa_tq_cache* cache) {
                 s.first_block = s.blocks = 0;
                 s.means.clear();
                 s.smooth.clear();
+                std::fill(s.sink_vectors.begin(), s.sink_vectors.end(), 0.0f);  // nothing of the last sequence stays
                 s.scale_bound = s.extra_bound = 0;
                 s.smooth_bound = 1;
             }

@@ -6,6 +6,7 @@
 #include "fa_tq_checks.hpp"
 #include "fa_tq_internal.hpp"
 #include "last_error.hpp"
+#include "norms.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -118,6 +119,36 @@ void write_stream(Writer& w, const fa_tq_cache* c, const fa_tq_layer& lay, const
 
 // `reserved`: the same stream in the cache, whose block records have their capacity
 // reserved at creation; a buffer that needs more is not from a cache of this shape.
+// Running sums of n float vectors: finite, within n times float's reach (so the
+// statistics read off them stay finite in double), squares not negative, and none
+// before the first vector.
+void check_sums(const std::vector<double>& sum, const std::vector<double>& sum_sq, long n) {
+    constexpr double kReach = std::numeric_limits<float>::max();
+    for (std::size_t i = 0; i < sum_sq.size(); ++i) {
+        const double x = i < sum.size() ? sum[i] : 0.0, y = sum_sq[i];
+        if (!(std::abs(x) <= double(n) * kReach && y >= 0 && y <= double(n) * kReach * kReach))
+            throw Reader::Bad{"a running sum is out of range for its count"};
+    }
+}
+
+// What a stream holds lies within the bounds it carries (attention's range check
+// trusts them): scales, the norms of block means and sinks, the smoothing scales.
+void check_bounds(const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stream& s) {
+    const int d = lay.head_dim;
+    auto bad = [](const char* what) { return Reader::Bad{std::string("a stream holds ") + what + " beyond its recorded bound"}; };
+    for (int h = 0; h < c->num_heads; ++h)
+        for (std::size_t i = 0, base = c->stream_index(h); i < held_slots(c, s); ++i) {
+            const double x = lay.levers.f16_scales ? double(half_to_float(s.scales16[base + i])) : s.scales32[base + i];
+            if (!(std::abs(x) <= s.scale_bound)) throw bad("a scale");
+        }
+    for (std::size_t i = 0; i < s.means.size(); i += std::size_t(d))
+        if (!(half_norm(&s.means[i], d) <= s.extra_bound)) throw bad("a block mean");
+    for (std::size_t i = 0; i < s.sink_vectors.size(); i += std::size_t(d))
+        if (!(norm(&s.sink_vectors[i], d) <= s.extra_bound)) throw bad("a sink");
+    for (std::uint16_t x : s.smooth)
+        if (!(half_to_float(x) > 0 && half_to_float(x) <= s.smooth_bound)) throw bad("a smoothing scale");
+}
+
 void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_stream& s,
                  const fa_tq_stream& reserved) {
     s.length = r.get<std::int32_t>();
@@ -148,6 +179,8 @@ void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_
           s.scale_bound >= 0 && s.extra_bound >= 0 && s.smooth_bound >= 1))
         throw Reader::Bad{"a stream's bounds are not finite"};
     slots(r, c, lay, s);
+    check_sums(s.sum, s.sum_sq, s.count);
+    check_bounds(c, lay, s);
 }
 
 }  // namespace
@@ -211,6 +244,8 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
                 if (r.get<Quantizer>() != quantizer(lay)) throw Reader::Bad{"a layer has another quantizer"};
                 lay.query_count = long(r.get<std::int64_t>());
                 r.get_vector(lay.query_sum_sq, lay.query_sum_sq.size(), "the query statistics");
+                if (lay.query_count < 0) throw Reader::Bad{"the query count is negative"};
+                check_sums({}, lay.query_sum_sq, lay.query_count);
                 read_stream(r, cache, lay, lay.keys, cache->layers[l].keys);
                 read_stream(r, cache, lay, lay.values, cache->layers[l].values);
             }

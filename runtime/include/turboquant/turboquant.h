@@ -230,7 +230,10 @@ int fa_tq_cache_copy(fa_tq_cache* dst, const fa_tq_cache* src);
 int fa_tq_cache_serialize(const fa_tq_cache* cache, void* out, size_t capacity, size_t* size);
 /* Make the cache hold what fa_tq_cache_serialize wrote from a cache of the same
  * shape and quantizers.  All or nothing: a truncated, altered or foreign buffer is
- * refused (TQ_ERROR_INVALID_ARGUMENT) and the cache stays as it was. */
+ * refused (TQ_ERROR_INVALID_ARGUMENT) and the cache stays as it was.  Altered means
+ * a shape, quantizer or count that does not match, or values beyond the bounds the
+ * state records (scales, means, sinks, smoothing scales, running sums); other
+ * altered bytes, a code among them, are a valid state and attend finitely. */
 int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size);
 
 /* Drop the oldest n positions of every layer (memmove of the packed streams);
