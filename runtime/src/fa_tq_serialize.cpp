@@ -3,11 +3,13 @@
 // Native byte order and this library's layout: a machine-local state, like an
 // engine's session file.  Reading is all or nothing: every field is checked against
 // the cache it goes into before anything of that cache changes.
+#include "fa_tq_blocks.hpp"
 #include "fa_tq_checks.hpp"
 #include "fa_tq_internal.hpp"
 #include "last_error.hpp"
 #include "norms.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -21,6 +23,9 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x31435154;  // "TQC1"
 constexpr std::uint32_t kVersion = 1;
+// Evicted positions a state may record: beyond any stream's life, with absolute positions
+// and their blocks far from overflowing a long.
+constexpr long kMaxEvicted = 1L << 62;
 
 // Writes into out (or only counts, when out is null).
 class Writer {
@@ -131,27 +136,42 @@ void check_sums(const std::vector<double>& sum, const std::vector<double>& sum_s
     }
 }
 
+// The newest absolute position a stream has written (evicted - 1: none), with the
+// evicted count being read.
+long newest(const fa_tq_stream& s, long evicted) { return s.length - 1 + evicted; }
+
+// The block records cover blocks first_block .. first_block + blocks - 1, none past the
+// block of the newest position written (every block is opened by a write).
+void check_blocks(const fa_tq_layer& lay, const fa_tq_stream& s, long evicted) {
+    const long a = newest(s, evicted);
+    const long end = a >= lay.levers.sinks ? block_of(lay.levers, a) + 1 : 1;  // one past the last block there can be
+    if (s.blocks > end || s.first_block > end - s.blocks)
+        throw Reader::Bad{"a stream's block records lie past its newest position"};
+}
+
 // What a stream holds lies within the bounds it carries (attention's range check
 // trusts them): scales, the norms of block means and sinks, the smoothing scales.
-void check_bounds(const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stream& s) {
+void check_bounds(const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stream& s, long evicted) {
     const int d = lay.head_dim;
     auto bad = [](const char* what) { return Reader::Bad{std::string("a stream holds ") + what + " beyond its recorded bound"}; };
-    // States written before the bound was kept over stored halves: a half may round up by 2^-11.
-    const double scale_bound = s.scale_bound * (lay.levers.f16_scales ? 1 + 0x1p-10 : 1);
     for (int h = 0; h < c->num_heads; ++h)
         for (std::size_t i = 0, base = c->stream_index(h); i < held_slots(c, s); ++i) {
             const double x = lay.levers.f16_scales ? double(half_to_float(s.scales16[base + i])) : s.scales32[base + i];
-            if (!(std::abs(x) <= scale_bound)) throw bad("a scale");
+            if (!(std::abs(x) <= s.scale_bound)) throw bad("a scale");
         }
     for (std::size_t i = 0; i < s.means.size(); i += std::size_t(d))
         if (!(half_norm(&s.means[i], d) <= s.extra_bound)) throw bad("a block mean");
-    for (std::size_t i = 0; i < s.sink_vectors.size(); i += std::size_t(d))
-        if (!(norm(&s.sink_vectors[i], d) <= s.extra_bound)) throw bad("a sink");
+    // The sinks written since the last clear (earlier builds left older ones behind a clear).
+    const long written = std::min<long>(lay.levers.sinks, newest(s, evicted) + 1);
+    for (int h = 0; h < c->num_heads; ++h)
+        for (long a = 0; a < written; ++a)
+            if (!(norm(&s.sink_vectors[(std::size_t(h) * lay.levers.sinks + std::size_t(a)) * d], d) <= s.extra_bound))
+                throw bad("a sink");
     for (std::uint16_t x : s.smooth)
         if (!(half_to_float(x) > 0 && half_to_float(x) <= s.smooth_bound)) throw bad("a smoothing scale");
 }
 
-void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_stream& s,
+void read_stream(Reader& r, const fa_tq_cache* c, long evicted, const fa_tq_layer& lay, fa_tq_stream& s,
                  const fa_tq_stream& reserved) {
     s.length = r.get<std::int32_t>();
     s.count = long(r.get<std::int64_t>());
@@ -181,8 +201,9 @@ void read_stream(Reader& r, const fa_tq_cache* c, const fa_tq_layer& lay, fa_tq_
           s.scale_bound >= 0 && s.extra_bound >= 0 && s.smooth_bound >= 1))
         throw Reader::Bad{"a stream's bounds are not finite"};
     slots(r, c, lay, s);
+    check_blocks(lay, s, evicted);
     check_sums(s.sum, s.sum_sq, s.count);
-    check_bounds(c, lay, s);
+    check_bounds(c, lay, s, evicted);
 }
 
 }  // namespace
@@ -239,7 +260,7 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
                 r.get<std::int32_t>() != cache->max_seq_len || r.get<std::int32_t>() != int(cache->ring))
                 throw Reader::Bad{"the cache has another shape (layers, heads, max_seq_len or ring)"};
             evicted = long(r.get<std::int64_t>());
-            if (evicted < 0 || evicted > std::numeric_limits<int>::max() || (cache->ring && evicted != 0))
+            if (evicted < 0 || evicted > kMaxEvicted || (cache->ring && evicted != 0))
                 throw Reader::Bad{"the evicted count is out of range"};
             for (std::size_t l = 0; l < layers.size(); ++l) {
                 fa_tq_layer& lay = layers[l];
@@ -248,8 +269,8 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
                 r.get_vector(lay.query_sum_sq, lay.query_sum_sq.size(), "the query statistics");
                 if (lay.query_count < 0) throw Reader::Bad{"the query count is negative"};
                 check_sums({}, lay.query_sum_sq, lay.query_count);
-                read_stream(r, cache, lay, lay.keys, cache->layers[l].keys);
-                read_stream(r, cache, lay, lay.values, cache->layers[l].values);
+                read_stream(r, cache, evicted, lay, lay.keys, cache->layers[l].keys);
+                read_stream(r, cache, evicted, lay, lay.values, cache->layers[l].values);
             }
             if (!r.done()) throw Reader::Bad{"bytes left over after the cache"};
         } catch (const Reader::Bad& bad) {

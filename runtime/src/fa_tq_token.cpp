@@ -109,14 +109,11 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
     for (int h = 0; h < heads; ++h) {
         const std::size_t i = cache->stream_index(h) + slot;
         std::memcpy(&s.codes[i * s.code_bytes], &token.codes[h * s.code_bytes], s.code_bytes);
-        float stored = token.scales[h];  // the bound is over what is stored (a half may round up)
-        if (lay.levers.f16_scales) {
-            s.scales16[i] = float_to_half(stored);
-            stored = half_to_float(s.scales16[i]);
-        } else {
-            s.scales32[i] = stored;
-        }
-        s.scale_bound = std::max(s.scale_bound, double(std::abs(stored)));
+        if (lay.levers.f16_scales)
+            s.scales16[i] = float_to_half(token.scales[h]);
+        else
+            s.scales32[i] = token.scales[h];
+        s.scale_bound = std::max(s.scale_bound, double(std::abs(token.scales[h])));
     }
     const long a = pos + cache->evicted;
     const bool append = pos == s.length;
