@@ -171,10 +171,7 @@ struct ChunkAttention {
                 for (int j = 0; j < group; ++j)
                     for (std::size_t t = s0; t < s1; ++t) {
                         const float* k = sink(ks, kv_head, pc, t);
-                        const float* qh = q + std::size_t(h0 + j) * d;
-                        double dot = 0;
-                        for (int i = 0; i < d; ++i) dot += double(qh[i]) * k[i];
-                        sc[j * len + (t - s0)] = float(scale * dot);
+                        sc[j * len + (t - s0)] = float(scale * dot_double(q + std::size_t(h0 + j) * d, k, d));
                     }
                 continue;
             }
@@ -329,108 +326,196 @@ struct DecodeJob {
 };
 
 
-// A prefill call: task (g, tile) runs KV head g's query heads for a tile of query
-// tokens, key chunk by key chunk, so that each chunk's codes are read from memory
-// once per tile and stay in cache for its queries; each (token, head) folds its
-// chunks' partials into a running max, sum and normalized output (online softmax).
+// A prefill call.  KV head g's query rows (token x query head of its group) are cut
+// into tiles of about kTileRows rows (whole tokens); task (g, k) runs tiles k, k + T,
+// ... (T tile tasks per KV head, so that the scratch stays bounded and the causal
+// tiles' unequal work spreads over the tasks).  A tile walks the visible slots in
+// spans of kSpan: per piece one score-kernel call and one value-kernel call for all
+// of the tile's rows that see the span, so each key and value is unpacked once per
+// pass of the kernels' query block and read from memory once per tile.  Each row keeps
+// a running max, sum and normalized output across spans (online softmax): a span's
+// weights are exp(s - m) / total and the row's output so far is scaled by
+// old_sum exp(old_max - m) / total, both at most 1.
 struct PrefillJob {
-    const fa_tq_state* state;
-    const fa_tq_cache* cache;
-    const fa_tq_layer& lay;
-    const std::vector<Piece>& pieces;
-    std::size_t wrap;    // pieces.size(): no slot wraps in a prefill (linear, or a ring not yet wrapped)
-    const float* q;      // [token][query head][d]
-    const float* q_rot;  // [token][query head][d], scale * R q
-    int pos, n_tokens, n_q_heads, group, d;
-    float scale;
-    Softmax softmax;
+    static constexpr std::size_t kTileRows = 64;
+    static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
+    static constexpr std::size_t kMaxTasks = 128;
+
+    const ChunkAttention& at;  // pieces, sinks, softmax (its q and q_rot are unused)
+    int pos, n_tokens, n_q_heads, d;
+    const float* q;      // [token][query head][d], as given
+    const float* q_rot;  // [kv head][token][group][d], scale * R q
     const float* key_scales;    // [kv_head][n] as floats
     const float* value_scales;
-    std::size_t n, tiles;
-    float* scores;            // [task][group][FA_TQ_PARALLEL_CHUNK]
-    float* q_smooth;          // [task][group + 2][d]
-    float* chunk_acc;         // [task][group][d]
-    double* chunk_extra;      // [task][group][d]
-    Partial* chunk_partials;  // [task][group]
-    float* acc;           // [token][query head][d], running
-    double* extra;        // [token][query head][d], running
-    Partial* running;     // [token][query head]
+    std::size_t n, tile_tokens, tiles, tile_tasks;
+    float* scores;    // [task][tile rows][kSpan]
+    float* q_smooth;  // [task][tile rows + 2][d]
+    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain)
+    double* extra;    // [kv head][token][group][d], running (original domain: means and sinks)
+    Partial* running; // [kv head][token][group]
     float* out;
 
-    static constexpr int kTile = 16;  // query tokens per task
+    // Query tokens per tile and tile tasks per KV head, for a call's shape.
+    static std::size_t tokens_per_tile(int group) { return std::max<std::size_t>(1, kTileRows / std::size_t(group)); }
+    static std::size_t tasks_per_head(std::size_t tiles, int kv_heads) {
+        return std::min(tiles, std::max<std::size_t>(1, kMaxTasks / std::size_t(kv_heads)));
+    }
 
     static void task(void* arg, int index) { static_cast<const PrefillJob*>(arg)->run(index); }
 
     void run(int index) const {
-        const std::size_t t = std::size_t(index), g = t / tiles, tile = t % tiles;
-        const int i0 = int(tile) * kTile, i1 = std::min(n_tokens, i0 + kTile);
-        const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last query sees
-        const float* ks = key_scales + g * n;
-        const float* vs = value_scales + g * n;
-        float* sc = scores + t * group * FA_TQ_PARALLEL_CHUNK;
-        for (std::size_t c0 = 0; c0 < needed; c0 += FA_TQ_PARALLEL_CHUNK) {
-            const std::size_t c1 = std::min(needed, c0 + FA_TQ_PARALLEL_CHUNK);
-            for (int i = i0; i < i1; ++i) {
-                const std::size_t seen = std::min(c1, std::size_t(pos + i + 1));
-                if (seen <= c0) continue;
-                const std::size_t row = std::size_t(i) * n_q_heads;
-                const ChunkAttention at{state, cache, lay, pieces, q + row * d, q_rot + row * d,
-                                        scale, group, wrap, softmax};
-                const std::size_t tg = t * std::size_t(group);  // this task's group of scratch rows
-                at.run(int(g), ks, vs, c0, seen, sc, q_smooth + t * (group + 2) * d,
-                       {chunk_acc + tg * d, chunk_extra + tg * d, 1, chunk_partials + tg, 1});
-                for (int j = 0; j < group; ++j)
-                    fold(row + std::size_t(g) * group + j, chunk_partials[tg + j], chunk_acc + (tg + j) * d,
-                         chunk_extra + (tg + j) * d, c0 == 0);
-            }
-        }
-        const tq_kernels& kern = *state->kernels;
-        for (int i = i0; i < i1; ++i)
-            for (int h = int(g) * group; h < int(g + 1) * group; ++h) {
-                const std::size_t r = (std::size_t(i) * n_q_heads + h) * d;
-                kern.unrotate(state->signs.data(), acc + r, out + r);
-                for (int j = 0; j < d; ++j) out[r + j] += float(extra[r + j]);
-            }
+        const std::size_t t = std::size_t(index), g = t / tile_tasks, rows = tile_tokens * std::size_t(at.group);
+        for (std::size_t tile = t % tile_tasks; tile < tiles; tile += tile_tasks)
+            run_tile(int(g), tile, scores + t * rows * kSpan, q_smooth + t * (rows + 2) * std::size_t(d));
     }
 
-    // Folds a chunk's partial into (token, head) r's running state: both outputs are
-    // normalized, so the new one is their mix weighted by sum x exp(max - new max).
-    void fold(std::size_t r, const Partial& p, const float* a, const double* e, bool first) const {
-        float* ra = acc + r * d;
-        double* re = extra + r * d;
-        Partial& run = running[r];
-        if (first) {
-            run = p;
-            std::copy(a, a + d, ra);
-            std::copy(e, e + d, re);
-            return;
+    void run_tile(int g, std::size_t tile, float* sc, float* qs) const {
+        const tq_kernels& kern = *at.state->kernels;
+        const fa_tq_stream& ks = at.lay.keys;
+        const fa_tq_stream& vs = at.lay.values;
+        const int group = at.group, i0 = int(tile * tile_tokens), i1 = std::min(n_tokens, i0 + int(tile_tokens));
+        const std::size_t rows = std::size_t(i1 - i0) * group, base = (std::size_t(g) * n_tokens + i0) * group;
+        const std::size_t sbase = at.cache->stream_index(g), hd = std::size_t(g) * d;
+        const float* kscale = key_scales + g * n;
+        const float* vscale = value_scales + g * n;
+        float* smooth = qs + rows * d;  // the block's smoothing scales, then its mean, widened
+        float* mean = smooth + d;
+        const std::uint16_t* smoothed_for = nullptr;  // the record qs's rows are smoothed by
+        // Row r: token i0 + r / group, query head g * group + r % group, as given.
+        auto query = [&](std::size_t r) {
+            return q + (std::size_t(i0) + r / group) * n_q_heads * d + (std::size_t(g) * group + r % group) * d;
+        };
+        const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last token sees
+        for (std::size_t c0 = 0; c0 < needed; c0 += kSpan) {
+            const std::size_t c1 = std::min(needed, c0 + kSpan);
+            // Tokens i >= first see slots of the span (slot < pos + i + 1): rows r0.. of the tile.
+            const int first = std::max(i0, int(long(c0) - pos));
+            const std::size_t r0 = std::size_t(first - i0) * group, active = rows - r0;
+            const auto runs = at.candidates(c0, c1);
+            std::size_t s0, s1;
+            auto span = [&](const Piece& pc) {
+                s0 = std::max(pc.slot_begin, c0);
+                s1 = std::min(pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin), c1);
+                return s0 < s1;
+            };
+            for (auto [b, e] : runs)
+                for (std::size_t ip = b; ip < e; ++ip) {
+                    const Piece& pc = at.pieces[ip];
+                    if (!span(pc)) continue;
+                    float* s = sc + (s0 - c0);  // row r at s + r * kSpan
+                    if (pc.sink) {
+                        for (std::size_t r = r0; r < rows; ++r)
+                            for (std::size_t t = s0; t < s1; ++t)
+                                s[r * kSpan + (t - s0)] =
+                                    float(at.scale * dot_double(query(r), at.sink(ks, g, pc, t), d));
+                        continue;
+                    }
+                    const BlockData block = stored_block(at.cache, at.lay, ks, pc.pos_begin);
+                    const float* queries = q_rot + base * d;
+                    if (block.smooth) {
+                        if (block.smooth != smoothed_for) {  // every row of the tile, once per block
+                            widen_halves(block.smooth + hd, d, smooth);
+                            for (std::size_t r = 0; r < rows; ++r) {
+                                const float* qh = query(r);
+                                float* qr = qs + r * d;
+                                for (int i = 0; i < d; ++i) qr[i] = qh[i] * smooth[i];
+                                kern.rotate(at.state->signs.data(), qr, qr);
+                                for (int i = 0; i < d; ++i) qr[i] *= at.scale;
+                            }
+                            smoothed_for = block.smooth;
+                        }
+                        queries = qs;
+                    }
+                    at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes], kscale + s0,
+                                    s1 - s0, s + r0 * kSpan, kSpan);
+                    if (block.mean) {
+                        widen_halves(block.mean + hd, d, mean);
+                        for (std::size_t r = r0; r < rows; ++r) {
+                            const float offset = float(at.scale * dot_double(query(r), mean, d));
+                            for (std::size_t t = 0; t < s1 - s0; ++t) s[r * kSpan + t] += offset;
+                        }
+                    }
+                }
+            // Each row's softmax over the slots its token sees, folded into its running state.
+            for (std::size_t r = r0; r < rows; ++r) {
+                const int i = i0 + int(r / group);
+                const std::size_t seen = std::min(c1, std::size_t(pos + i + 1)) - c0;
+                float* row = sc + r * kSpan;
+                Partial& run = running[base + r];
+                float* a = acc + (base + r) * d;
+                double* e = extra + (base + r) * d;
+                const float span_max = at.softmax.max(row, seen);
+                const float m = c0 == 0 ? span_max : std::max(run.max, span_max);
+                const double sum = at.softmax.exp_sum(row, seen, m);
+                const double old = c0 == 0 ? 0 : run.sum * std::exp(double(run.max) - m), total = old + sum;
+                if (c0 == 0) {
+                    std::fill(a, a + d, 0.0f);
+                    std::fill(e, e + d, 0.0);
+                } else {
+                    const double keep = old / total;
+                    for (int j = 0; j < d; ++j) {
+                        a[j] = float(keep * a[j]);
+                        e[j] *= keep;
+                    }
+                }
+                const float inv = static_cast<float>(1 / total);
+                for (std::size_t t = 0; t < seen; ++t) row[t] *= inv;
+                std::fill(row + seen, row + (c1 - c0), 0.0f);  // slots past the token: no weight
+                run = {m, total};
+            }
+            // The values, each unpacked once per query block of the active rows.
+            for (auto [b, e] : runs)
+                for (std::size_t ip = b; ip < e; ++ip) {
+                    const Piece& pc = at.pieces[ip];
+                    if (!span(pc)) continue;
+                    const float* w = sc + (s0 - c0);  // row r's weights at w + r * kSpan
+                    if (pc.sink) {
+                        for (std::size_t r = r0; r < rows; ++r) {
+                            double* ex = extra + (base + r) * d;
+                            for (std::size_t t = s0; t < s1; ++t) {
+                                const float* v = at.sink(vs, g, pc, t);
+                                for (int i = 0; i < d; ++i) ex[i] += double(w[r * kSpan + (t - s0)]) * v[i];
+                            }
+                        }
+                        continue;
+                    }
+                    kern.value->accumulate(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
+                                           vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
+                    if (const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean) {
+                        widen_halves(stored + hd, d, mean);
+                        for (std::size_t r = r0; r < rows; ++r) {
+                            double* ex = extra + (base + r) * d;
+                            double wsum = 0;
+                            for (std::size_t t = 0; t < s1 - s0; ++t) wsum += w[r * kSpan + t];
+                            for (int i = 0; i < d; ++i) ex[i] += wsum * mean[i];
+                        }
+                    }
+                }
         }
-        const float m = std::max(run.max, p.max);
-        const double old_w = run.sum * std::exp(double(run.max) - m), new_w = p.sum * std::exp(double(p.max) - m);
-        const double total = old_w + new_w, wa = old_w / total, wb = new_w / total;
-        for (int j = 0; j < d; ++j) {
-            ra[j] = float(wa * ra[j] + wb * a[j]);
-            re[j] = wa * re[j] + wb * e[j];
+        for (std::size_t r = 0; r < rows; ++r) {
+            float* o = out + (query(r) - q);
+            kern.unrotate(at.state->signs.data(), acc + (base + r) * d, o);
+            for (int j = 0; j < d; ++j) o[j] += float(extra[(base + r) * d + j]);
         }
-        run = {m, total};
     }
 };
 
 // This thread's attention buffers, sized by reserve_* before anything is written.
 struct Scratch {
-    std::vector<float> q_rot, scores, q_smooth, acc, key_scales, value_scales, merged, chunk_acc;
-    std::vector<double> extra, merged_extra, chunk_extra;
-    std::vector<Partial> partials, chunk_partials;
+    std::vector<float> q_rot, scores, q_smooth, acc, key_scales, value_scales, merged;
+    std::vector<double> extra, merged_extra;
+    std::vector<Partial> partials;
     std::vector<Piece> pieces;
 
-    // What both kinds of call use: rotated queries, per task and query head of its
-    // group scores (chunk each) and a smoothed query, per part (query head x chunk,
-    // or token x query head) a partial, and scales floats of widened scales per kind.
-    void resize(std::size_t queries, std::size_t tasks, std::size_t group, std::size_t chunk, std::size_t parts,
+    // What both kinds of call use: rotated queries, per task and query row (a query
+    // head of its group, or a tile's token x head) scores (chunk each) and a smoothed
+    // query, per part (query head x chunk, or token x query head) a partial, and
+    // scales floats of widened scales per kind.
+    void resize(std::size_t queries, std::size_t tasks, std::size_t rows, std::size_t chunk, std::size_t parts,
                 std::size_t scales, int d) {
         q_rot.resize(queries * d);
-        scores.resize(tasks * group * chunk);
-        q_smooth.resize(tasks * (group + 2) * d);
+        scores.resize(tasks * rows * chunk);
+        q_smooth.resize(tasks * (rows + 2) * d);
         acc.resize(parts * d);
         extra.resize(parts * d);
         partials.resize(parts);
@@ -513,18 +598,16 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
 
 int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
                     int n_q_heads) {
-    const int kv_heads = cache->num_heads, d = lay.head_dim;
+    const int kv_heads = cache->num_heads, d = lay.head_dim, group = n_q_heads / kv_heads;
     const std::size_t n = std::size_t(pos) + std::size_t(n_tokens);
-    const std::size_t tiles = (std::size_t(n_tokens) + PrefillJob::kTile - 1) / PrefillJob::kTile;
-    const std::size_t tasks = std::size_t(kv_heads) * tiles, rows = std::size_t(n_tokens) * n_q_heads;
+    const std::size_t tile_tokens = PrefillJob::tokens_per_tile(group);
+    const std::size_t tiles = (std::size_t(n_tokens) + tile_tokens - 1) / tile_tokens;
+    const std::size_t tasks = std::size_t(kv_heads) * PrefillJob::tasks_per_head(tiles, kv_heads);
+    const std::size_t rows = std::size_t(n_tokens) * n_q_heads;
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        const std::size_t group = std::size_t(n_q_heads / kv_heads);
-        s.resize(rows, tasks, group, FA_TQ_PARALLEL_CHUNK, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
-        s.chunk_acc.resize(tasks * group * d);
-        s.chunk_extra.resize(tasks * group * d);
-        s.chunk_partials.resize(tasks * group);
+        s.resize(rows, tasks, tile_tokens * group, PrefillJob::kSpan, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
         cut_pieces(cache, lay, 0, long(n) - 1, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +
@@ -535,22 +618,28 @@ int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer&
 
 void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
                     int n_tokens, const float* q, int n_q_heads, float scale, float* out) {
-    const int kv_heads = cache->num_heads, d = state->head_dim;
+    const int kv_heads = cache->num_heads, d = state->head_dim, group = n_q_heads / kv_heads;
     const std::size_t n = std::size_t(pos) + std::size_t(n_tokens);
-    const std::size_t tiles = (std::size_t(n_tokens) + PrefillJob::kTile - 1) / PrefillJob::kTile;
+    const std::size_t tile_tokens = PrefillJob::tokens_per_tile(group);
+    const std::size_t tiles = (std::size_t(n_tokens) + tile_tokens - 1) / tile_tokens;
+    const std::size_t tile_tasks = PrefillJob::tasks_per_head(tiles, kv_heads);
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
-    rotate_queries(state, q, std::size_t(n_tokens) * n_q_heads, scale, s.q_rot.data());
+    // The rotated queries by KV head ([kv head][token][group][d]): a tile's rows side by side.
+    for (int i = 0; i < n_tokens; ++i)
+        for (int h = 0; h < n_q_heads; ++h)
+            rotate_queries(state, q + (std::size_t(i) * n_q_heads + h) * d, 1, scale,
+                           &s.q_rot[((std::size_t(h / group) * n_tokens + i) * group + h % group) * d]);
     // Linear (or a ring not yet wrapped): slot = position, and every stream holds max_seq_len slots per head.
     const std::size_t stride = std::size_t(cache->max_seq_len);
     const float* ks = widen_all(cache, lay.keys, f16, n, s.key_scales.data());
     const float* vs = widen_all(cache, lay.values, f16, n, s.value_scales.data());
-    const PrefillJob job{state, cache, lay, s.pieces, s.pieces.size(), q, s.q_rot.data(), pos, n_tokens, n_q_heads,
-                         n_q_heads / kv_heads, d, scale, softmax_for(state->kernels->isa), ks, vs,
-                         f16 ? n : stride, tiles,
-                         s.scores.data(), s.q_smooth.data(), s.chunk_acc.data(), s.chunk_extra.data(),
-                         s.chunk_partials.data(), s.acc.data(), s.extra.data(), s.partials.data(), out};
-    cache->run_tasks(int(std::size_t(kv_heads) * tiles), &PrefillJob::task, const_cast<PrefillJob*>(&job));
+    const ChunkAttention attend{state, cache, lay, s.pieces, nullptr, nullptr, scale, group, s.pieces.size(),
+                                softmax_for(state->kernels->isa)};
+    const PrefillJob job{attend, pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
+                         tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.acc.data(),
+                         s.extra.data(), s.partials.data(), out};
+    cache->run_tasks(int(std::size_t(kv_heads) * tile_tasks), &PrefillJob::task, const_cast<PrefillJob*>(&job));
 }
 
 // Refuses (before anything is written) a query whose scores could overflow or turn
