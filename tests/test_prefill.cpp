@@ -92,8 +92,8 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
                 CAPTURE(c.n_tokens);
                 CAPTURE(threads);
                 // Up to 256 positions the sums are the same (0 measured); past them the
-                // batch folds chunks of 256 online, in another order than one pass or
-                // than the decode merge: measured below 1e-6.
+                // batch rescales its running output per span of 256 (online softmax), in
+                // another order than one pass or than the decode merge: measured below 1e-6.
                 CHECK(batch_vs_single(s, d, c, threads) < 1e-5);
             }
     fa_tq_free(levers);
