@@ -54,7 +54,8 @@ TEST_CASE("fused: a group of queries scores each key once, each query's scores b
     tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
         const int d = v.head_dim;
         for (std::size_t n : {std::size_t(0), std::size_t(3), std::size_t(37)})
-            for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)}) {  // blocks of 4 queries, and the rest
+            for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9),
+                                      std::size_t(12)}) {  // blocks of 8 and 4 queries, and the rest
                 CAPTURE(n);
                 CAPTURE(group);
                 const Encoded e = encode_all(v, signs, n, 3 + n);
@@ -105,7 +106,8 @@ TEST_CASE("fused: a group of weight rows accumulates each value once, each row's
     tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels&, const std::vector<float>& signs) {
         const std::size_t d = std::size_t(v.head_dim);
         for (std::size_t n : {std::size_t(0), std::size_t(3), std::size_t(37)})
-            for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)}) {
+            for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9),
+                                      std::size_t(12)}) {  // blocks of 8 and 4 rows, and the rest
                 CAPTURE(n);
                 CAPTURE(group);
                 const Encoded e = encode_all(v, signs, n, 11 + n);

@@ -86,106 +86,34 @@ static void tq_accumulate_d192_b4__avx2_q1(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
                 const I w0 = load_dwords(p + 0);
                 const I w1 = load_dwords(p + 32);
                 const I w2 = load_dwords(p + 64);
-                {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(w2);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w2));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup_field<15>(w0), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup_field<15>(shr<4>(w0)), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup_field<15>(shr<8>(w0)), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup_field<15>(shr<12>(w0)), a0_3);
+                a0_4 = fmadd(wt, centroids0.lookup_field<15>(shr<16>(w0)), a0_4);
+                a0_5 = fmadd(wt, centroids0.lookup_field<15>(shr<20>(w0)), a0_5);
+                a0_6 = fmadd(wt, centroids0.lookup_field<15>(shr<24>(w0)), a0_6);
+                a0_7 = fmadd(wt, centroids0.lookup(shr<28>(w0)), a0_7);
+                a0_8 = fmadd(wt, centroids0.lookup_field<15>(w1), a0_8);
+                a0_9 = fmadd(wt, centroids0.lookup_field<15>(shr<4>(w1)), a0_9);
+                a0_10 = fmadd(wt, centroids0.lookup_field<15>(shr<8>(w1)), a0_10);
+                a0_11 = fmadd(wt, centroids0.lookup_field<15>(shr<12>(w1)), a0_11);
+                a0_12 = fmadd(wt, centroids0.lookup_field<15>(shr<16>(w1)), a0_12);
+                a0_13 = fmadd(wt, centroids0.lookup_field<15>(shr<20>(w1)), a0_13);
+                a0_14 = fmadd(wt, centroids0.lookup_field<15>(shr<24>(w1)), a0_14);
+                a0_15 = fmadd(wt, centroids0.lookup(shr<28>(w1)), a0_15);
+                a0_16 = fmadd(wt, centroids0.lookup_field<15>(w2), a0_16);
+                a0_17 = fmadd(wt, centroids0.lookup_field<15>(shr<4>(w2)), a0_17);
+                a0_18 = fmadd(wt, centroids0.lookup_field<15>(shr<8>(w2)), a0_18);
+                a0_19 = fmadd(wt, centroids0.lookup_field<15>(shr<12>(w2)), a0_19);
+                a0_20 = fmadd(wt, centroids0.lookup_field<15>(shr<16>(w2)), a0_20);
+                a0_21 = fmadd(wt, centroids0.lookup_field<15>(shr<20>(w2)), a0_21);
+                a0_22 = fmadd(wt, centroids0.lookup_field<15>(shr<24>(w2)), a0_22);
+                a0_23 = fmadd(wt, centroids0.lookup(shr<28>(w2)), a0_23);
             }
             store(ap + 0, a0_0);
             store(ap + 8, a0_1);
@@ -273,28 +201,27 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
             }
             store(ap + 0, a0_0);
@@ -317,28 +244,27 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             V a1_7 = load(ap + 248);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
             }
             store(ap + 32, a0_4);
@@ -361,28 +287,27 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             V a1_11 = load(ap + 280);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
                 }
             }
             store(ap + 64, a0_8);
@@ -405,28 +330,27 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             V a1_15 = load(ap + 312);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                const V c15 = centroids0.lookup(shr<28>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
                 }
             }
             store(ap + 96, a0_12);
@@ -449,28 +373,27 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             V a1_19 = load(ap + 344);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<15>(w2);
+                const V c17 = centroids0.lookup_field<15>(shr<4>(w2));
+                const V c18 = centroids0.lookup_field<15>(shr<8>(w2));
+                const V c19 = centroids0.lookup_field<15>(shr<12>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(w2);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                    a1_16 = fmadd(wt1, c, a1_16);
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                    a0_17 = fmadd(wt, c17, a0_17);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                    a0_19 = fmadd(wt, c19, a0_19);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                    a1_17 = fmadd(wt1, c, a1_17);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                    a1_18 = fmadd(wt1, c, a1_18);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                    a1_19 = fmadd(wt1, c, a1_19);
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                    a1_19 = fmadd(wt, c19, a1_19);
                 }
             }
             store(ap + 128, a0_16);
@@ -493,28 +416,27 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             V a1_23 = load(ap + 376);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<15>(shr<16>(w2));
+                const V c21 = centroids0.lookup_field<15>(shr<20>(w2));
+                const V c22 = centroids0.lookup_field<15>(shr<24>(w2));
+                const V c23 = centroids0.lookup(shr<28>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                    a1_20 = fmadd(wt1, c, a1_20);
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                    a0_21 = fmadd(wt, c21, a0_21);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                    a0_23 = fmadd(wt, c23, a0_23);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                    a1_21 = fmadd(wt1, c, a1_21);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                    a1_22 = fmadd(wt1, c, a1_22);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w2));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                    a1_23 = fmadd(wt1, c, a1_23);
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                    a1_23 = fmadd(wt, c23, a1_23);
                 }
             }
             store(ap + 160, a0_20);
@@ -585,21 +507,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -618,21 +545,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_3 = load(ap + 408);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -651,21 +583,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_5 = load(ap + 424);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -684,21 +621,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_7 = load(ap + 440);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -717,21 +659,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_9 = load(ap + 456);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
                 }
             }
             store(ap + 64, a0_8);
@@ -750,21 +697,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_11 = load(ap + 472);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
                 }
             }
             store(ap + 80, a0_10);
@@ -783,21 +735,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_13 = load(ap + 488);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
                 }
             }
             store(ap + 96, a0_12);
@@ -816,21 +773,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_15 = load(ap + 504);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                const V c15 = centroids0.lookup(shr<28>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
                 }
             }
             store(ap + 112, a0_14);
@@ -849,21 +811,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_17 = load(ap + 520);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<15>(w2);
+                const V c17 = centroids0.lookup_field<15>(shr<4>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(w2);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                    a1_16 = fmadd(wt1, c, a1_16);
-                    a2_16 = fmadd(wt2, c, a2_16);
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                    a0_17 = fmadd(wt, c17, a0_17);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                    a1_17 = fmadd(wt1, c, a1_17);
-                    a2_17 = fmadd(wt2, c, a2_17);
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_16 = fmadd(wt, c16, a2_16);
+                    a2_17 = fmadd(wt, c17, a2_17);
                 }
             }
             store(ap + 128, a0_16);
@@ -882,21 +849,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_19 = load(ap + 536);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c18 = centroids0.lookup_field<15>(shr<8>(w2));
+                const V c19 = centroids0.lookup_field<15>(shr<12>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                    a1_18 = fmadd(wt1, c, a1_18);
-                    a2_18 = fmadd(wt2, c, a2_18);
+                    const V wt = set1(wts[0][t]);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                    a0_19 = fmadd(wt, c19, a0_19);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                    a1_19 = fmadd(wt1, c, a1_19);
-                    a2_19 = fmadd(wt2, c, a2_19);
+                    const V wt = set1(wts[1][t]);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                    a1_19 = fmadd(wt, c19, a1_19);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_18 = fmadd(wt, c18, a2_18);
+                    a2_19 = fmadd(wt, c19, a2_19);
                 }
             }
             store(ap + 144, a0_18);
@@ -915,21 +887,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_21 = load(ap + 552);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<15>(shr<16>(w2));
+                const V c21 = centroids0.lookup_field<15>(shr<20>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                    a1_20 = fmadd(wt1, c, a1_20);
-                    a2_20 = fmadd(wt2, c, a2_20);
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                    a0_21 = fmadd(wt, c21, a0_21);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                    a1_21 = fmadd(wt1, c, a1_21);
-                    a2_21 = fmadd(wt2, c, a2_21);
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_20 = fmadd(wt, c20, a2_20);
+                    a2_21 = fmadd(wt, c21, a2_21);
                 }
             }
             store(ap + 160, a0_20);
@@ -948,21 +925,26 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             V a2_23 = load(ap + 568);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c22 = centroids0.lookup_field<15>(shr<24>(w2));
+                const V c23 = centroids0.lookup(shr<28>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                    a1_22 = fmadd(wt1, c, a1_22);
-                    a2_22 = fmadd(wt2, c, a2_22);
+                    const V wt = set1(wts[0][t]);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                    a0_23 = fmadd(wt, c23, a0_23);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w2));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                    a1_23 = fmadd(wt1, c, a1_23);
-                    a2_23 = fmadd(wt2, c, a2_23);
+                    const V wt = set1(wts[1][t]);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                    a1_23 = fmadd(wt, c23, a1_23);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_22 = fmadd(wt, c22, a2_22);
+                    a2_23 = fmadd(wt, c23, a2_23);
                 }
             }
             store(ap + 176, a0_22);
@@ -1033,24 +1015,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -1073,24 +1062,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_3 = load(ap + 600);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -1113,24 +1109,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_5 = load(ap + 616);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
-                    a3_4 = fmadd(wt3, c, a3_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
-                    a3_5 = fmadd(wt3, c, a3_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -1153,24 +1156,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_7 = load(ap + 632);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
-                    a3_6 = fmadd(wt3, c, a3_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                    a3_7 = fmadd(wt3, c, a3_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -1193,24 +1203,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_9 = load(ap + 648);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
-                    a3_8 = fmadd(wt3, c, a3_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
-                    a3_9 = fmadd(wt3, c, a3_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                    a3_9 = fmadd(wt, c9, a3_9);
                 }
             }
             store(ap + 64, a0_8);
@@ -1233,24 +1250,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_11 = load(ap + 664);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
-                    a3_10 = fmadd(wt3, c, a3_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
-                    a3_11 = fmadd(wt3, c, a3_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                    a3_11 = fmadd(wt, c11, a3_11);
                 }
             }
             store(ap + 80, a0_10);
@@ -1273,24 +1297,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_13 = load(ap + 680);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
-                    a3_12 = fmadd(wt3, c, a3_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
-                    a3_13 = fmadd(wt3, c, a3_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                    a3_13 = fmadd(wt, c13, a3_13);
                 }
             }
             store(ap + 96, a0_12);
@@ -1313,24 +1344,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_15 = load(ap + 696);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                const V c15 = centroids0.lookup(shr<28>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
-                    a3_14 = fmadd(wt3, c, a3_14);
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
-                    a3_15 = fmadd(wt3, c, a3_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                    a3_15 = fmadd(wt, c15, a3_15);
                 }
             }
             store(ap + 112, a0_14);
@@ -1353,24 +1391,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_17 = load(ap + 712);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<15>(w2);
+                const V c17 = centroids0.lookup_field<15>(shr<4>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(w2);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                    a1_16 = fmadd(wt1, c, a1_16);
-                    a2_16 = fmadd(wt2, c, a2_16);
-                    a3_16 = fmadd(wt3, c, a3_16);
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                    a0_17 = fmadd(wt, c17, a0_17);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w2));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                    a1_17 = fmadd(wt1, c, a1_17);
-                    a2_17 = fmadd(wt2, c, a2_17);
-                    a3_17 = fmadd(wt3, c, a3_17);
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_16 = fmadd(wt, c16, a2_16);
+                    a2_17 = fmadd(wt, c17, a2_17);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_16 = fmadd(wt, c16, a3_16);
+                    a3_17 = fmadd(wt, c17, a3_17);
                 }
             }
             store(ap + 128, a0_16);
@@ -1393,24 +1438,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_19 = load(ap + 728);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c18 = centroids0.lookup_field<15>(shr<8>(w2));
+                const V c19 = centroids0.lookup_field<15>(shr<12>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w2));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                    a1_18 = fmadd(wt1, c, a1_18);
-                    a2_18 = fmadd(wt2, c, a2_18);
-                    a3_18 = fmadd(wt3, c, a3_18);
+                    const V wt = set1(wts[0][t]);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                    a0_19 = fmadd(wt, c19, a0_19);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w2));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                    a1_19 = fmadd(wt1, c, a1_19);
-                    a2_19 = fmadd(wt2, c, a2_19);
-                    a3_19 = fmadd(wt3, c, a3_19);
+                    const V wt = set1(wts[1][t]);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                    a1_19 = fmadd(wt, c19, a1_19);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_18 = fmadd(wt, c18, a2_18);
+                    a2_19 = fmadd(wt, c19, a2_19);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_18 = fmadd(wt, c18, a3_18);
+                    a3_19 = fmadd(wt, c19, a3_19);
                 }
             }
             store(ap + 144, a0_18);
@@ -1433,24 +1485,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_21 = load(ap + 744);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<15>(shr<16>(w2));
+                const V c21 = centroids0.lookup_field<15>(shr<20>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w2));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                    a1_20 = fmadd(wt1, c, a1_20);
-                    a2_20 = fmadd(wt2, c, a2_20);
-                    a3_20 = fmadd(wt3, c, a3_20);
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                    a0_21 = fmadd(wt, c21, a0_21);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w2));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                    a1_21 = fmadd(wt1, c, a1_21);
-                    a2_21 = fmadd(wt2, c, a2_21);
-                    a3_21 = fmadd(wt3, c, a3_21);
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_20 = fmadd(wt, c20, a2_20);
+                    a2_21 = fmadd(wt, c21, a2_21);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_20 = fmadd(wt, c20, a3_20);
+                    a3_21 = fmadd(wt, c21, a3_21);
                 }
             }
             store(ap + 160, a0_20);
@@ -1473,24 +1532,31 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             V a3_23 = load(ap + 760);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c22 = centroids0.lookup_field<15>(shr<24>(w2));
+                const V c23 = centroids0.lookup(shr<28>(w2));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w2));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                    a1_22 = fmadd(wt1, c, a1_22);
-                    a2_22 = fmadd(wt2, c, a2_22);
-                    a3_22 = fmadd(wt3, c, a3_22);
+                    const V wt = set1(wts[0][t]);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                    a0_23 = fmadd(wt, c23, a0_23);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w2));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                    a1_23 = fmadd(wt1, c, a1_23);
-                    a2_23 = fmadd(wt2, c, a2_23);
-                    a3_23 = fmadd(wt3, c, a3_23);
+                    const V wt = set1(wts[1][t]);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                    a1_23 = fmadd(wt, c23, a1_23);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_22 = fmadd(wt, c22, a2_22);
+                    a2_23 = fmadd(wt, c23, a2_23);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_22 = fmadd(wt, c22, a3_22);
+                    a3_23 = fmadd(wt, c23, a3_23);
                 }
             }
             store(ap + 176, a0_22);
@@ -1507,7 +1573,1449 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
         for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 96 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 24 passes over the block with 1 of each query's
+// 24 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d192_b4__avx2_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d192_b4;  // coordinates 0..191
+    const Table<16> centroids0(cb0::kCentroids);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[192] = {
+        0, 4, 8, 12, 16, 20, 24, 28,
+        96, 100, 104, 108, 112, 116, 120, 124,
+        1, 5, 9, 13, 17, 21, 25, 29,
+        97, 101, 105, 109, 113, 117, 121, 125,
+        2, 6, 10, 14, 18, 22, 26, 30,
+        98, 102, 106, 110, 114, 118, 122, 126,
+        3, 7, 11, 15, 19, 23, 27, 31,
+        99, 103, 107, 111, 115, 119, 123, 127,
+        32, 36, 40, 44, 48, 52, 56, 60,
+        128, 132, 136, 140, 144, 148, 152, 156,
+        33, 37, 41, 45, 49, 53, 57, 61,
+        129, 133, 137, 141, 145, 149, 153, 157,
+        34, 38, 42, 46, 50, 54, 58, 62,
+        130, 134, 138, 142, 146, 150, 154, 158,
+        35, 39, 43, 47, 51, 55, 59, 63,
+        131, 135, 139, 143, 147, 151, 155, 159,
+        64, 68, 72, 76, 80, 84, 88, 92,
+        160, 164, 168, 172, 176, 180, 184, 188,
+        65, 69, 73, 77, 81, 85, 89, 93,
+        161, 165, 169, 173, 177, 181, 185, 189,
+        66, 70, 74, 78, 82, 86, 90, 94,
+        162, 166, 170, 174, 178, 182, 186, 190,
+        67, 71, 75, 79, 83, 87, 91, 95,
+        163, 167, 171, 175, 179, 183, 187, 191,
+    };
+    alignas(64) float ap[1536];  // the accumulators in lane order
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 192; ++i) ap[j * 192 + i] = acc[j * acc_stride + kLaneCoord[i]];
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a1_0 = load(ap + 192);
+            V a2_0 = load(ap + 384);
+            V a3_0 = load(ap + 576);
+            V a4_0 = load(ap + 768);
+            V a5_0 = load(ap + 960);
+            V a6_0 = load(ap + 1152);
+            V a7_0 = load(ap + 1344);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                }
+            }
+            store(ap + 0, a0_0);
+            store(ap + 192, a1_0);
+            store(ap + 384, a2_0);
+            store(ap + 576, a3_0);
+            store(ap + 768, a4_0);
+            store(ap + 960, a5_0);
+            store(ap + 1152, a6_0);
+            store(ap + 1344, a7_0);
+        }
+        {
+            V a0_1 = load(ap + 8);
+            V a1_1 = load(ap + 200);
+            V a2_1 = load(ap + 392);
+            V a3_1 = load(ap + 584);
+            V a4_1 = load(ap + 776);
+            V a5_1 = load(ap + 968);
+            V a6_1 = load(ap + 1160);
+            V a7_1 = load(ap + 1352);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(ap + 8, a0_1);
+            store(ap + 200, a1_1);
+            store(ap + 392, a2_1);
+            store(ap + 584, a3_1);
+            store(ap + 776, a4_1);
+            store(ap + 968, a5_1);
+            store(ap + 1160, a6_1);
+            store(ap + 1352, a7_1);
+        }
+        {
+            V a0_2 = load(ap + 16);
+            V a1_2 = load(ap + 208);
+            V a2_2 = load(ap + 400);
+            V a3_2 = load(ap + 592);
+            V a4_2 = load(ap + 784);
+            V a5_2 = load(ap + 976);
+            V a6_2 = load(ap + 1168);
+            V a7_2 = load(ap + 1360);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                }
+            }
+            store(ap + 16, a0_2);
+            store(ap + 208, a1_2);
+            store(ap + 400, a2_2);
+            store(ap + 592, a3_2);
+            store(ap + 784, a4_2);
+            store(ap + 976, a5_2);
+            store(ap + 1168, a6_2);
+            store(ap + 1360, a7_2);
+        }
+        {
+            V a0_3 = load(ap + 24);
+            V a1_3 = load(ap + 216);
+            V a2_3 = load(ap + 408);
+            V a3_3 = load(ap + 600);
+            V a4_3 = load(ap + 792);
+            V a5_3 = load(ap + 984);
+            V a6_3 = load(ap + 1176);
+            V a7_3 = load(ap + 1368);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(ap + 24, a0_3);
+            store(ap + 216, a1_3);
+            store(ap + 408, a2_3);
+            store(ap + 600, a3_3);
+            store(ap + 792, a4_3);
+            store(ap + 984, a5_3);
+            store(ap + 1176, a6_3);
+            store(ap + 1368, a7_3);
+        }
+        {
+            V a0_4 = load(ap + 32);
+            V a1_4 = load(ap + 224);
+            V a2_4 = load(ap + 416);
+            V a3_4 = load(ap + 608);
+            V a4_4 = load(ap + 800);
+            V a5_4 = load(ap + 992);
+            V a6_4 = load(ap + 1184);
+            V a7_4 = load(ap + 1376);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_4 = fmadd(wt, c4, a4_4);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_4 = fmadd(wt, c4, a5_4);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_4 = fmadd(wt, c4, a6_4);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_4 = fmadd(wt, c4, a7_4);
+                }
+            }
+            store(ap + 32, a0_4);
+            store(ap + 224, a1_4);
+            store(ap + 416, a2_4);
+            store(ap + 608, a3_4);
+            store(ap + 800, a4_4);
+            store(ap + 992, a5_4);
+            store(ap + 1184, a6_4);
+            store(ap + 1376, a7_4);
+        }
+        {
+            V a0_5 = load(ap + 40);
+            V a1_5 = load(ap + 232);
+            V a2_5 = load(ap + 424);
+            V a3_5 = load(ap + 616);
+            V a4_5 = load(ap + 808);
+            V a5_5 = load(ap + 1000);
+            V a6_5 = load(ap + 1192);
+            V a7_5 = load(ap + 1384);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_5 = fmadd(wt, c5, a4_5);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_5 = fmadd(wt, c5, a5_5);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_5 = fmadd(wt, c5, a6_5);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_5 = fmadd(wt, c5, a7_5);
+                }
+            }
+            store(ap + 40, a0_5);
+            store(ap + 232, a1_5);
+            store(ap + 424, a2_5);
+            store(ap + 616, a3_5);
+            store(ap + 808, a4_5);
+            store(ap + 1000, a5_5);
+            store(ap + 1192, a6_5);
+            store(ap + 1384, a7_5);
+        }
+        {
+            V a0_6 = load(ap + 48);
+            V a1_6 = load(ap + 240);
+            V a2_6 = load(ap + 432);
+            V a3_6 = load(ap + 624);
+            V a4_6 = load(ap + 816);
+            V a5_6 = load(ap + 1008);
+            V a6_6 = load(ap + 1200);
+            V a7_6 = load(ap + 1392);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_6 = fmadd(wt, c6, a4_6);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_6 = fmadd(wt, c6, a5_6);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_6 = fmadd(wt, c6, a6_6);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_6 = fmadd(wt, c6, a7_6);
+                }
+            }
+            store(ap + 48, a0_6);
+            store(ap + 240, a1_6);
+            store(ap + 432, a2_6);
+            store(ap + 624, a3_6);
+            store(ap + 816, a4_6);
+            store(ap + 1008, a5_6);
+            store(ap + 1200, a6_6);
+            store(ap + 1392, a7_6);
+        }
+        {
+            V a0_7 = load(ap + 56);
+            V a1_7 = load(ap + 248);
+            V a2_7 = load(ap + 440);
+            V a3_7 = load(ap + 632);
+            V a4_7 = load(ap + 824);
+            V a5_7 = load(ap + 1016);
+            V a6_7 = load(ap + 1208);
+            V a7_7 = load(ap + 1400);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c7 = centroids0.lookup(shr<28>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_7 = fmadd(wt, c7, a3_7);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_7 = fmadd(wt, c7, a4_7);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_7 = fmadd(wt, c7, a5_7);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_7 = fmadd(wt, c7, a6_7);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_7 = fmadd(wt, c7, a7_7);
+                }
+            }
+            store(ap + 56, a0_7);
+            store(ap + 248, a1_7);
+            store(ap + 440, a2_7);
+            store(ap + 632, a3_7);
+            store(ap + 824, a4_7);
+            store(ap + 1016, a5_7);
+            store(ap + 1208, a6_7);
+            store(ap + 1400, a7_7);
+        }
+        {
+            V a0_8 = load(ap + 64);
+            V a1_8 = load(ap + 256);
+            V a2_8 = load(ap + 448);
+            V a3_8 = load(ap + 640);
+            V a4_8 = load(ap + 832);
+            V a5_8 = load(ap + 1024);
+            V a6_8 = load(ap + 1216);
+            V a7_8 = load(ap + 1408);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_8 = fmadd(wt, c8, a4_8);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_8 = fmadd(wt, c8, a5_8);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_8 = fmadd(wt, c8, a6_8);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_8 = fmadd(wt, c8, a7_8);
+                }
+            }
+            store(ap + 64, a0_8);
+            store(ap + 256, a1_8);
+            store(ap + 448, a2_8);
+            store(ap + 640, a3_8);
+            store(ap + 832, a4_8);
+            store(ap + 1024, a5_8);
+            store(ap + 1216, a6_8);
+            store(ap + 1408, a7_8);
+        }
+        {
+            V a0_9 = load(ap + 72);
+            V a1_9 = load(ap + 264);
+            V a2_9 = load(ap + 456);
+            V a3_9 = load(ap + 648);
+            V a4_9 = load(ap + 840);
+            V a5_9 = load(ap + 1032);
+            V a6_9 = load(ap + 1224);
+            V a7_9 = load(ap + 1416);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_9 = fmadd(wt, c9, a3_9);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_9 = fmadd(wt, c9, a4_9);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_9 = fmadd(wt, c9, a5_9);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_9 = fmadd(wt, c9, a6_9);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_9 = fmadd(wt, c9, a7_9);
+                }
+            }
+            store(ap + 72, a0_9);
+            store(ap + 264, a1_9);
+            store(ap + 456, a2_9);
+            store(ap + 648, a3_9);
+            store(ap + 840, a4_9);
+            store(ap + 1032, a5_9);
+            store(ap + 1224, a6_9);
+            store(ap + 1416, a7_9);
+        }
+        {
+            V a0_10 = load(ap + 80);
+            V a1_10 = load(ap + 272);
+            V a2_10 = load(ap + 464);
+            V a3_10 = load(ap + 656);
+            V a4_10 = load(ap + 848);
+            V a5_10 = load(ap + 1040);
+            V a6_10 = load(ap + 1232);
+            V a7_10 = load(ap + 1424);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_10 = fmadd(wt, c10, a4_10);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_10 = fmadd(wt, c10, a5_10);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_10 = fmadd(wt, c10, a6_10);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_10 = fmadd(wt, c10, a7_10);
+                }
+            }
+            store(ap + 80, a0_10);
+            store(ap + 272, a1_10);
+            store(ap + 464, a2_10);
+            store(ap + 656, a3_10);
+            store(ap + 848, a4_10);
+            store(ap + 1040, a5_10);
+            store(ap + 1232, a6_10);
+            store(ap + 1424, a7_10);
+        }
+        {
+            V a0_11 = load(ap + 88);
+            V a1_11 = load(ap + 280);
+            V a2_11 = load(ap + 472);
+            V a3_11 = load(ap + 664);
+            V a4_11 = load(ap + 856);
+            V a5_11 = load(ap + 1048);
+            V a6_11 = load(ap + 1240);
+            V a7_11 = load(ap + 1432);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_11 = fmadd(wt, c11, a3_11);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_11 = fmadd(wt, c11, a4_11);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_11 = fmadd(wt, c11, a5_11);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_11 = fmadd(wt, c11, a6_11);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_11 = fmadd(wt, c11, a7_11);
+                }
+            }
+            store(ap + 88, a0_11);
+            store(ap + 280, a1_11);
+            store(ap + 472, a2_11);
+            store(ap + 664, a3_11);
+            store(ap + 856, a4_11);
+            store(ap + 1048, a5_11);
+            store(ap + 1240, a6_11);
+            store(ap + 1432, a7_11);
+        }
+        {
+            V a0_12 = load(ap + 96);
+            V a1_12 = load(ap + 288);
+            V a2_12 = load(ap + 480);
+            V a3_12 = load(ap + 672);
+            V a4_12 = load(ap + 864);
+            V a5_12 = load(ap + 1056);
+            V a6_12 = load(ap + 1248);
+            V a7_12 = load(ap + 1440);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_12 = fmadd(wt, c12, a4_12);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_12 = fmadd(wt, c12, a5_12);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_12 = fmadd(wt, c12, a6_12);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_12 = fmadd(wt, c12, a7_12);
+                }
+            }
+            store(ap + 96, a0_12);
+            store(ap + 288, a1_12);
+            store(ap + 480, a2_12);
+            store(ap + 672, a3_12);
+            store(ap + 864, a4_12);
+            store(ap + 1056, a5_12);
+            store(ap + 1248, a6_12);
+            store(ap + 1440, a7_12);
+        }
+        {
+            V a0_13 = load(ap + 104);
+            V a1_13 = load(ap + 296);
+            V a2_13 = load(ap + 488);
+            V a3_13 = load(ap + 680);
+            V a4_13 = load(ap + 872);
+            V a5_13 = load(ap + 1064);
+            V a6_13 = load(ap + 1256);
+            V a7_13 = load(ap + 1448);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_13 = fmadd(wt, c13, a3_13);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_13 = fmadd(wt, c13, a4_13);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_13 = fmadd(wt, c13, a5_13);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_13 = fmadd(wt, c13, a6_13);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_13 = fmadd(wt, c13, a7_13);
+                }
+            }
+            store(ap + 104, a0_13);
+            store(ap + 296, a1_13);
+            store(ap + 488, a2_13);
+            store(ap + 680, a3_13);
+            store(ap + 872, a4_13);
+            store(ap + 1064, a5_13);
+            store(ap + 1256, a6_13);
+            store(ap + 1448, a7_13);
+        }
+        {
+            V a0_14 = load(ap + 112);
+            V a1_14 = load(ap + 304);
+            V a2_14 = load(ap + 496);
+            V a3_14 = load(ap + 688);
+            V a4_14 = load(ap + 880);
+            V a5_14 = load(ap + 1072);
+            V a6_14 = load(ap + 1264);
+            V a7_14 = load(ap + 1456);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_14 = fmadd(wt, c14, a4_14);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_14 = fmadd(wt, c14, a5_14);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_14 = fmadd(wt, c14, a6_14);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_14 = fmadd(wt, c14, a7_14);
+                }
+            }
+            store(ap + 112, a0_14);
+            store(ap + 304, a1_14);
+            store(ap + 496, a2_14);
+            store(ap + 688, a3_14);
+            store(ap + 880, a4_14);
+            store(ap + 1072, a5_14);
+            store(ap + 1264, a6_14);
+            store(ap + 1456, a7_14);
+        }
+        {
+            V a0_15 = load(ap + 120);
+            V a1_15 = load(ap + 312);
+            V a2_15 = load(ap + 504);
+            V a3_15 = load(ap + 696);
+            V a4_15 = load(ap + 888);
+            V a5_15 = load(ap + 1080);
+            V a6_15 = load(ap + 1272);
+            V a7_15 = load(ap + 1464);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c15 = centroids0.lookup(shr<28>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_15 = fmadd(wt, c15, a0_15);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_15 = fmadd(wt, c15, a3_15);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_15 = fmadd(wt, c15, a4_15);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_15 = fmadd(wt, c15, a5_15);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_15 = fmadd(wt, c15, a6_15);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_15 = fmadd(wt, c15, a7_15);
+                }
+            }
+            store(ap + 120, a0_15);
+            store(ap + 312, a1_15);
+            store(ap + 504, a2_15);
+            store(ap + 696, a3_15);
+            store(ap + 888, a4_15);
+            store(ap + 1080, a5_15);
+            store(ap + 1272, a6_15);
+            store(ap + 1464, a7_15);
+        }
+        {
+            V a0_16 = load(ap + 128);
+            V a1_16 = load(ap + 320);
+            V a2_16 = load(ap + 512);
+            V a3_16 = load(ap + 704);
+            V a4_16 = load(ap + 896);
+            V a5_16 = load(ap + 1088);
+            V a6_16 = load(ap + 1280);
+            V a7_16 = load(ap + 1472);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<15>(w2);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_16 = fmadd(wt, c16, a2_16);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_16 = fmadd(wt, c16, a3_16);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_16 = fmadd(wt, c16, a4_16);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_16 = fmadd(wt, c16, a5_16);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_16 = fmadd(wt, c16, a6_16);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_16 = fmadd(wt, c16, a7_16);
+                }
+            }
+            store(ap + 128, a0_16);
+            store(ap + 320, a1_16);
+            store(ap + 512, a2_16);
+            store(ap + 704, a3_16);
+            store(ap + 896, a4_16);
+            store(ap + 1088, a5_16);
+            store(ap + 1280, a6_16);
+            store(ap + 1472, a7_16);
+        }
+        {
+            V a0_17 = load(ap + 136);
+            V a1_17 = load(ap + 328);
+            V a2_17 = load(ap + 520);
+            V a3_17 = load(ap + 712);
+            V a4_17 = load(ap + 904);
+            V a5_17 = load(ap + 1096);
+            V a6_17 = load(ap + 1288);
+            V a7_17 = load(ap + 1480);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c17 = centroids0.lookup_field<15>(shr<4>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_17 = fmadd(wt, c17, a0_17);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_17 = fmadd(wt, c17, a2_17);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_17 = fmadd(wt, c17, a3_17);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_17 = fmadd(wt, c17, a4_17);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_17 = fmadd(wt, c17, a5_17);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_17 = fmadd(wt, c17, a6_17);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_17 = fmadd(wt, c17, a7_17);
+                }
+            }
+            store(ap + 136, a0_17);
+            store(ap + 328, a1_17);
+            store(ap + 520, a2_17);
+            store(ap + 712, a3_17);
+            store(ap + 904, a4_17);
+            store(ap + 1096, a5_17);
+            store(ap + 1288, a6_17);
+            store(ap + 1480, a7_17);
+        }
+        {
+            V a0_18 = load(ap + 144);
+            V a1_18 = load(ap + 336);
+            V a2_18 = load(ap + 528);
+            V a3_18 = load(ap + 720);
+            V a4_18 = load(ap + 912);
+            V a5_18 = load(ap + 1104);
+            V a6_18 = load(ap + 1296);
+            V a7_18 = load(ap + 1488);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c18 = centroids0.lookup_field<15>(shr<8>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_18 = fmadd(wt, c18, a2_18);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_18 = fmadd(wt, c18, a3_18);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_18 = fmadd(wt, c18, a4_18);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_18 = fmadd(wt, c18, a5_18);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_18 = fmadd(wt, c18, a6_18);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_18 = fmadd(wt, c18, a7_18);
+                }
+            }
+            store(ap + 144, a0_18);
+            store(ap + 336, a1_18);
+            store(ap + 528, a2_18);
+            store(ap + 720, a3_18);
+            store(ap + 912, a4_18);
+            store(ap + 1104, a5_18);
+            store(ap + 1296, a6_18);
+            store(ap + 1488, a7_18);
+        }
+        {
+            V a0_19 = load(ap + 152);
+            V a1_19 = load(ap + 344);
+            V a2_19 = load(ap + 536);
+            V a3_19 = load(ap + 728);
+            V a4_19 = load(ap + 920);
+            V a5_19 = load(ap + 1112);
+            V a6_19 = load(ap + 1304);
+            V a7_19 = load(ap + 1496);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c19 = centroids0.lookup_field<15>(shr<12>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_19 = fmadd(wt, c19, a0_19);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_19 = fmadd(wt, c19, a1_19);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_19 = fmadd(wt, c19, a2_19);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_19 = fmadd(wt, c19, a3_19);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_19 = fmadd(wt, c19, a4_19);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_19 = fmadd(wt, c19, a5_19);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_19 = fmadd(wt, c19, a6_19);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_19 = fmadd(wt, c19, a7_19);
+                }
+            }
+            store(ap + 152, a0_19);
+            store(ap + 344, a1_19);
+            store(ap + 536, a2_19);
+            store(ap + 728, a3_19);
+            store(ap + 920, a4_19);
+            store(ap + 1112, a5_19);
+            store(ap + 1304, a6_19);
+            store(ap + 1496, a7_19);
+        }
+        {
+            V a0_20 = load(ap + 160);
+            V a1_20 = load(ap + 352);
+            V a2_20 = load(ap + 544);
+            V a3_20 = load(ap + 736);
+            V a4_20 = load(ap + 928);
+            V a5_20 = load(ap + 1120);
+            V a6_20 = load(ap + 1312);
+            V a7_20 = load(ap + 1504);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<15>(shr<16>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_20 = fmadd(wt, c20, a2_20);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_20 = fmadd(wt, c20, a3_20);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_20 = fmadd(wt, c20, a4_20);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_20 = fmadd(wt, c20, a5_20);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_20 = fmadd(wt, c20, a6_20);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_20 = fmadd(wt, c20, a7_20);
+                }
+            }
+            store(ap + 160, a0_20);
+            store(ap + 352, a1_20);
+            store(ap + 544, a2_20);
+            store(ap + 736, a3_20);
+            store(ap + 928, a4_20);
+            store(ap + 1120, a5_20);
+            store(ap + 1312, a6_20);
+            store(ap + 1504, a7_20);
+        }
+        {
+            V a0_21 = load(ap + 168);
+            V a1_21 = load(ap + 360);
+            V a2_21 = load(ap + 552);
+            V a3_21 = load(ap + 744);
+            V a4_21 = load(ap + 936);
+            V a5_21 = load(ap + 1128);
+            V a6_21 = load(ap + 1320);
+            V a7_21 = load(ap + 1512);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c21 = centroids0.lookup_field<15>(shr<20>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_21 = fmadd(wt, c21, a0_21);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_21 = fmadd(wt, c21, a2_21);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_21 = fmadd(wt, c21, a3_21);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_21 = fmadd(wt, c21, a4_21);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_21 = fmadd(wt, c21, a5_21);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_21 = fmadd(wt, c21, a6_21);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_21 = fmadd(wt, c21, a7_21);
+                }
+            }
+            store(ap + 168, a0_21);
+            store(ap + 360, a1_21);
+            store(ap + 552, a2_21);
+            store(ap + 744, a3_21);
+            store(ap + 936, a4_21);
+            store(ap + 1128, a5_21);
+            store(ap + 1320, a6_21);
+            store(ap + 1512, a7_21);
+        }
+        {
+            V a0_22 = load(ap + 176);
+            V a1_22 = load(ap + 368);
+            V a2_22 = load(ap + 560);
+            V a3_22 = load(ap + 752);
+            V a4_22 = load(ap + 944);
+            V a5_22 = load(ap + 1136);
+            V a6_22 = load(ap + 1328);
+            V a7_22 = load(ap + 1520);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c22 = centroids0.lookup_field<15>(shr<24>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_22 = fmadd(wt, c22, a2_22);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_22 = fmadd(wt, c22, a3_22);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_22 = fmadd(wt, c22, a4_22);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_22 = fmadd(wt, c22, a5_22);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_22 = fmadd(wt, c22, a6_22);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_22 = fmadd(wt, c22, a7_22);
+                }
+            }
+            store(ap + 176, a0_22);
+            store(ap + 368, a1_22);
+            store(ap + 560, a2_22);
+            store(ap + 752, a3_22);
+            store(ap + 944, a4_22);
+            store(ap + 1136, a5_22);
+            store(ap + 1328, a6_22);
+            store(ap + 1520, a7_22);
+        }
+        {
+            V a0_23 = load(ap + 184);
+            V a1_23 = load(ap + 376);
+            V a2_23 = load(ap + 568);
+            V a3_23 = load(ap + 760);
+            V a4_23 = load(ap + 952);
+            V a5_23 = load(ap + 1144);
+            V a6_23 = load(ap + 1336);
+            V a7_23 = load(ap + 1528);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 96;
+                const I w2 = load_dwords(p + 64);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c23 = centroids0.lookup(shr<28>(w2));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_23 = fmadd(wt, c23, a0_23);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_23 = fmadd(wt, c23, a1_23);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_23 = fmadd(wt, c23, a2_23);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_23 = fmadd(wt, c23, a3_23);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_23 = fmadd(wt, c23, a4_23);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_23 = fmadd(wt, c23, a5_23);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_23 = fmadd(wt, c23, a6_23);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_23 = fmadd(wt, c23, a7_23);
+                }
+            }
+            store(ap + 184, a0_23);
+            store(ap + 376, a1_23);
+            store(ap + 568, a2_23);
+            store(ap + 760, a3_23);
+            store(ap + 952, a4_23);
+            store(ap + 1144, a5_23);
+            store(ap + 1336, a6_23);
+            store(ap + 1528, a7_23);
+        }
+    }
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d192_b4__avx2(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                  size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -1515,7 +3023,8 @@ void tq_accumulate_d192_b4__avx2(const float* weights, size_t weight_stride, siz
             case 1: tq_accumulate_d192_b4__avx2_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d192_b4__avx2_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d192_b4__avx2_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d192_b4__avx2_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d192_b4__avx2_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d192_b4__avx2_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

@@ -49,70 +49,137 @@ static void tq_score_d128_b2__avx2_queries(const float* q, const uint8_t* codes,
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
         const I w0 = load_dwords(p + 0);
-        {
-            const V c = centroids0.lookup_field<3>(w0);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<2>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 8), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<4>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 16), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<6>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 24), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<8>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<10>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 40), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<12>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 48), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<14>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 56), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<16>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<18>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 72), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<20>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 80), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<22>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 88), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<24>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 96), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<26>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 104), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<28>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 112), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<30>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 120), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup_field<3>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<30>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 120), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup_field<3>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<30>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 120), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -133,7 +200,7 @@ static void tq_score_d128_b2__avx2_queries(const float* q, const uint8_t* codes,
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d128_b2__avx2(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                             size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -141,7 +208,8 @@ void tq_score_d128_b2__avx2(const float* q, size_t n_queries, const uint8_t* cod
             case 1: tq_score_d128_b2__avx2_queries<1>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d128_b2__avx2_queries<2>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d128_b2__avx2_queries<3>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d128_b2__avx2_queries<4>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d128_b2__avx2_queries<4>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d128_b2__avx2_queries<8>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

@@ -66,134 +66,265 @@ static void tq_score_d256_b2__avx2_queries(const float* q, const uint8_t* codes,
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);
-        {
-            const V c = centroids0.lookup_field<3>(w0);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<2>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 8), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<4>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 16), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<6>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 24), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<8>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<10>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 40), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<12>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 48), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<14>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 56), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<16>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<18>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 72), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<20>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 80), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<22>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 88), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<24>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 96), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<26>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 104), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<28>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 112), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<30>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 120), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(w1);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 128), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<2>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 136), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<4>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 144), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<6>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 152), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<8>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 160), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<10>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 168), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<12>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 176), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<14>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 184), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<16>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 192), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<18>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 200), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<20>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 208), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<22>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 216), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<24>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 224), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<26>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 232), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<3>(shr<28>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 240), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<30>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 248), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup_field<3>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(w1);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<4>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 144), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<8>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 160), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<12>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 176), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<16>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 192), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<20>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 208), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<24>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 224), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<28>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 240), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<30>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 120), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<2>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 136), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<6>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 152), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<10>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 168), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<14>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 184), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<18>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 200), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<22>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 216), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<26>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 232), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<30>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 248), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup_field<3>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<2>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<6>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<10>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<14>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<18>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<22>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<26>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<30>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 120), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(w1);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<2>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 136), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<4>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 144), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<6>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 152), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<8>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 160), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<10>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 168), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<12>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 176), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<14>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 184), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<16>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 192), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<18>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 200), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<20>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 208), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<22>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 216), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<24>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 224), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<26>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 232), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<3>(shr<28>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 240), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<30>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 248), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -214,7 +345,7 @@ static void tq_score_d256_b2__avx2_queries(const float* q, const uint8_t* codes,
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d256_b2__avx2(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                             size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -222,7 +353,8 @@ void tq_score_d256_b2__avx2(const float* q, size_t n_queries, const uint8_t* cod
             case 1: tq_score_d256_b2__avx2_queries<1>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d256_b2__avx2_queries<2>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d256_b2__avx2_queries<3>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d256_b2__avx2_queries<4>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d256_b2__avx2_queries<4>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d256_b2__avx2_queries<8>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

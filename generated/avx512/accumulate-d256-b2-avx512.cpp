@@ -70,72 +70,24 @@ static void tq_accumulate_d256_b2__avx512_q1(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
                 const I w0 = load_dwords(p + 0);
-                {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup_field<3>(w0), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup_field<3>(shr<2>(w0)), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup_field<3>(shr<4>(w0)), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup_field<3>(shr<6>(w0)), a0_3);
+                a0_4 = fmadd(wt, centroids0.lookup_field<3>(shr<8>(w0)), a0_4);
+                a0_5 = fmadd(wt, centroids0.lookup_field<3>(shr<10>(w0)), a0_5);
+                a0_6 = fmadd(wt, centroids0.lookup_field<3>(shr<12>(w0)), a0_6);
+                a0_7 = fmadd(wt, centroids0.lookup_field<3>(shr<14>(w0)), a0_7);
+                a0_8 = fmadd(wt, centroids0.lookup_field<3>(shr<16>(w0)), a0_8);
+                a0_9 = fmadd(wt, centroids0.lookup_field<3>(shr<18>(w0)), a0_9);
+                a0_10 = fmadd(wt, centroids0.lookup_field<3>(shr<20>(w0)), a0_10);
+                a0_11 = fmadd(wt, centroids0.lookup_field<3>(shr<22>(w0)), a0_11);
+                a0_12 = fmadd(wt, centroids0.lookup_field<3>(shr<24>(w0)), a0_12);
+                a0_13 = fmadd(wt, centroids0.lookup_field<3>(shr<26>(w0)), a0_13);
+                a0_14 = fmadd(wt, centroids0.lookup_field<3>(shr<28>(w0)), a0_14);
+                a0_15 = fmadd(wt, centroids0.lookup(shr<30>(w0)), a0_15);
             }
             store(ap + 0, a0_0);
             store(ap + 16, a0_1);
@@ -215,48 +167,39 @@ static void tq_accumulate_d256_b2__avx512_q2(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
             }
             store(ap + 0, a0_0);
@@ -295,48 +238,39 @@ static void tq_accumulate_d256_b2__avx512_q2(const float* weights, size_t weight
             V a1_15 = load(ap + 496);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                const V c15 = centroids0.lookup(shr<30>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
                 }
             }
             store(ap + 128, a0_8);
@@ -416,39 +350,38 @@ static void tq_accumulate_d256_b2__avx512_q3(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                    a0_4 = fmadd(wt, c4, a0_4);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                    a1_4 = fmadd(wt, c4, a1_4);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                    a2_4 = fmadd(wt, c4, a2_4);
                 }
             }
             store(ap + 0, a0_0);
@@ -485,39 +418,38 @@ static void tq_accumulate_d256_b2__avx512_q3(const float* weights, size_t weight
             V a2_9 = load(ap + 656);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
+                    const V wt = set1(wts[0][t]);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
+                    const V wt = set1(wts[1][t]);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
+                    const V wt = set1(wts[2][t]);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
                 }
             }
             store(ap + 80, a0_5);
@@ -554,39 +486,38 @@ static void tq_accumulate_d256_b2__avx512_q3(const float* weights, size_t weight
             V a2_14 = load(ap + 736);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                    a0_14 = fmadd(wt, c14, a0_14);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                    a1_14 = fmadd(wt, c14, a1_14);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                    a2_14 = fmadd(wt, c14, a2_14);
                 }
             }
             store(ap + 160, a0_10);
@@ -611,15 +542,22 @@ static void tq_accumulate_d256_b2__avx512_q3(const float* weights, size_t weight
             V a2_15 = load(ap + 752);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c15 = centroids0.lookup(shr<30>(w0));
                 {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
+                    const V wt = set1(wts[0][t]);
+                    a0_15 = fmadd(wt, c15, a0_15);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_15 = fmadd(wt, c15, a2_15);
                 }
             }
             store(ap + 240, a0_15);
@@ -687,38 +625,41 @@ static void tq_accumulate_d256_b2__avx512_q4(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(ap + 0, a0_0);
@@ -757,38 +698,41 @@ static void tq_accumulate_d256_b2__avx512_q4(const float* weights, size_t weight
             V a3_7 = load(ap + 880);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
-                    a3_4 = fmadd(wt3, c, a3_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
-                    a3_5 = fmadd(wt3, c, a3_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
-                    a3_6 = fmadd(wt3, c, a3_6);
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                    a3_7 = fmadd(wt3, c, a3_7);
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
                 }
             }
             store(ap + 64, a0_4);
@@ -827,38 +771,41 @@ static void tq_accumulate_d256_b2__avx512_q4(const float* weights, size_t weight
             V a3_11 = load(ap + 944);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
-                    a3_8 = fmadd(wt3, c, a3_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
-                    a3_9 = fmadd(wt3, c, a3_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
-                    a3_10 = fmadd(wt3, c, a3_10);
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
-                    a3_11 = fmadd(wt3, c, a3_11);
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                    a3_9 = fmadd(wt, c9, a3_9);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                    a3_11 = fmadd(wt, c11, a3_11);
                 }
             }
             store(ap + 128, a0_8);
@@ -897,38 +844,41 @@ static void tq_accumulate_d256_b2__avx512_q4(const float* weights, size_t weight
             V a3_15 = load(ap + 1008);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                const V c15 = centroids0.lookup(shr<30>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
-                    a3_12 = fmadd(wt3, c, a3_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
-                    a3_13 = fmadd(wt3, c, a3_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
-                    a3_14 = fmadd(wt3, c, a3_14);
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
-                    a3_15 = fmadd(wt3, c, a3_15);
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                    a3_13 = fmadd(wt, c13, a3_13);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                    a3_15 = fmadd(wt, c15, a3_15);
                 }
             }
             store(ap + 192, a0_12);
@@ -953,7 +903,713 @@ static void tq_accumulate_d256_b2__avx512_q4(const float* weights, size_t weight
         for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 64 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 8 passes over the block with 2 of each query's
+// 16 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d256_b2__avx512_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
+    const Table<4> centroids0(cb0::kCentroids);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[256] = {
+        0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+        64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124,
+        128, 132, 136, 140, 144, 148, 152, 156, 160, 164, 168, 172, 176, 180, 184, 188,
+        192, 196, 200, 204, 208, 212, 216, 220, 224, 228, 232, 236, 240, 244, 248, 252,
+        1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61,
+        65, 69, 73, 77, 81, 85, 89, 93, 97, 101, 105, 109, 113, 117, 121, 125,
+        129, 133, 137, 141, 145, 149, 153, 157, 161, 165, 169, 173, 177, 181, 185, 189,
+        193, 197, 201, 205, 209, 213, 217, 221, 225, 229, 233, 237, 241, 245, 249, 253,
+        2, 6, 10, 14, 18, 22, 26, 30, 34, 38, 42, 46, 50, 54, 58, 62,
+        66, 70, 74, 78, 82, 86, 90, 94, 98, 102, 106, 110, 114, 118, 122, 126,
+        130, 134, 138, 142, 146, 150, 154, 158, 162, 166, 170, 174, 178, 182, 186, 190,
+        194, 198, 202, 206, 210, 214, 218, 222, 226, 230, 234, 238, 242, 246, 250, 254,
+        3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63,
+        67, 71, 75, 79, 83, 87, 91, 95, 99, 103, 107, 111, 115, 119, 123, 127,
+        131, 135, 139, 143, 147, 151, 155, 159, 163, 167, 171, 175, 179, 183, 187, 191,
+        195, 199, 203, 207, 211, 215, 219, 223, 227, 231, 235, 239, 243, 247, 251, 255,
+    };
+    alignas(64) float ap[2048];  // the accumulators in lane order
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a0_1 = load(ap + 16);
+            V a1_0 = load(ap + 256);
+            V a1_1 = load(ap + 272);
+            V a2_0 = load(ap + 512);
+            V a2_1 = load(ap + 528);
+            V a3_0 = load(ap + 768);
+            V a3_1 = load(ap + 784);
+            V a4_0 = load(ap + 1024);
+            V a4_1 = load(ap + 1040);
+            V a5_0 = load(ap + 1280);
+            V a5_1 = load(ap + 1296);
+            V a6_0 = load(ap + 1536);
+            V a6_1 = load(ap + 1552);
+            V a7_0 = load(ap + 1792);
+            V a7_1 = load(ap + 1808);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(ap + 0, a0_0);
+            store(ap + 16, a0_1);
+            store(ap + 256, a1_0);
+            store(ap + 272, a1_1);
+            store(ap + 512, a2_0);
+            store(ap + 528, a2_1);
+            store(ap + 768, a3_0);
+            store(ap + 784, a3_1);
+            store(ap + 1024, a4_0);
+            store(ap + 1040, a4_1);
+            store(ap + 1280, a5_0);
+            store(ap + 1296, a5_1);
+            store(ap + 1536, a6_0);
+            store(ap + 1552, a6_1);
+            store(ap + 1792, a7_0);
+            store(ap + 1808, a7_1);
+        }
+        {
+            V a0_2 = load(ap + 32);
+            V a0_3 = load(ap + 48);
+            V a1_2 = load(ap + 288);
+            V a1_3 = load(ap + 304);
+            V a2_2 = load(ap + 544);
+            V a2_3 = load(ap + 560);
+            V a3_2 = load(ap + 800);
+            V a3_3 = load(ap + 816);
+            V a4_2 = load(ap + 1056);
+            V a4_3 = load(ap + 1072);
+            V a5_2 = load(ap + 1312);
+            V a5_3 = load(ap + 1328);
+            V a6_2 = load(ap + 1568);
+            V a6_3 = load(ap + 1584);
+            V a7_2 = load(ap + 1824);
+            V a7_3 = load(ap + 1840);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(ap + 32, a0_2);
+            store(ap + 48, a0_3);
+            store(ap + 288, a1_2);
+            store(ap + 304, a1_3);
+            store(ap + 544, a2_2);
+            store(ap + 560, a2_3);
+            store(ap + 800, a3_2);
+            store(ap + 816, a3_3);
+            store(ap + 1056, a4_2);
+            store(ap + 1072, a4_3);
+            store(ap + 1312, a5_2);
+            store(ap + 1328, a5_3);
+            store(ap + 1568, a6_2);
+            store(ap + 1584, a6_3);
+            store(ap + 1824, a7_2);
+            store(ap + 1840, a7_3);
+        }
+        {
+            V a0_4 = load(ap + 64);
+            V a0_5 = load(ap + 80);
+            V a1_4 = load(ap + 320);
+            V a1_5 = load(ap + 336);
+            V a2_4 = load(ap + 576);
+            V a2_5 = load(ap + 592);
+            V a3_4 = load(ap + 832);
+            V a3_5 = load(ap + 848);
+            V a4_4 = load(ap + 1088);
+            V a4_5 = load(ap + 1104);
+            V a5_4 = load(ap + 1344);
+            V a5_5 = load(ap + 1360);
+            V a6_4 = load(ap + 1600);
+            V a6_5 = load(ap + 1616);
+            V a7_4 = load(ap + 1856);
+            V a7_5 = load(ap + 1872);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_4 = fmadd(wt, c4, a4_4);
+                    a4_5 = fmadd(wt, c5, a4_5);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_4 = fmadd(wt, c4, a5_4);
+                    a5_5 = fmadd(wt, c5, a5_5);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_4 = fmadd(wt, c4, a6_4);
+                    a6_5 = fmadd(wt, c5, a6_5);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_4 = fmadd(wt, c4, a7_4);
+                    a7_5 = fmadd(wt, c5, a7_5);
+                }
+            }
+            store(ap + 64, a0_4);
+            store(ap + 80, a0_5);
+            store(ap + 320, a1_4);
+            store(ap + 336, a1_5);
+            store(ap + 576, a2_4);
+            store(ap + 592, a2_5);
+            store(ap + 832, a3_4);
+            store(ap + 848, a3_5);
+            store(ap + 1088, a4_4);
+            store(ap + 1104, a4_5);
+            store(ap + 1344, a5_4);
+            store(ap + 1360, a5_5);
+            store(ap + 1600, a6_4);
+            store(ap + 1616, a6_5);
+            store(ap + 1856, a7_4);
+            store(ap + 1872, a7_5);
+        }
+        {
+            V a0_6 = load(ap + 96);
+            V a0_7 = load(ap + 112);
+            V a1_6 = load(ap + 352);
+            V a1_7 = load(ap + 368);
+            V a2_6 = load(ap + 608);
+            V a2_7 = load(ap + 624);
+            V a3_6 = load(ap + 864);
+            V a3_7 = load(ap + 880);
+            V a4_6 = load(ap + 1120);
+            V a4_7 = load(ap + 1136);
+            V a5_6 = load(ap + 1376);
+            V a5_7 = load(ap + 1392);
+            V a6_6 = load(ap + 1632);
+            V a6_7 = load(ap + 1648);
+            V a7_6 = load(ap + 1888);
+            V a7_7 = load(ap + 1904);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_6 = fmadd(wt, c6, a4_6);
+                    a4_7 = fmadd(wt, c7, a4_7);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_6 = fmadd(wt, c6, a5_6);
+                    a5_7 = fmadd(wt, c7, a5_7);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_6 = fmadd(wt, c6, a6_6);
+                    a6_7 = fmadd(wt, c7, a6_7);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_6 = fmadd(wt, c6, a7_6);
+                    a7_7 = fmadd(wt, c7, a7_7);
+                }
+            }
+            store(ap + 96, a0_6);
+            store(ap + 112, a0_7);
+            store(ap + 352, a1_6);
+            store(ap + 368, a1_7);
+            store(ap + 608, a2_6);
+            store(ap + 624, a2_7);
+            store(ap + 864, a3_6);
+            store(ap + 880, a3_7);
+            store(ap + 1120, a4_6);
+            store(ap + 1136, a4_7);
+            store(ap + 1376, a5_6);
+            store(ap + 1392, a5_7);
+            store(ap + 1632, a6_6);
+            store(ap + 1648, a6_7);
+            store(ap + 1888, a7_6);
+            store(ap + 1904, a7_7);
+        }
+        {
+            V a0_8 = load(ap + 128);
+            V a0_9 = load(ap + 144);
+            V a1_8 = load(ap + 384);
+            V a1_9 = load(ap + 400);
+            V a2_8 = load(ap + 640);
+            V a2_9 = load(ap + 656);
+            V a3_8 = load(ap + 896);
+            V a3_9 = load(ap + 912);
+            V a4_8 = load(ap + 1152);
+            V a4_9 = load(ap + 1168);
+            V a5_8 = load(ap + 1408);
+            V a5_9 = load(ap + 1424);
+            V a6_8 = load(ap + 1664);
+            V a6_9 = load(ap + 1680);
+            V a7_8 = load(ap + 1920);
+            V a7_9 = load(ap + 1936);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                    a3_9 = fmadd(wt, c9, a3_9);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_8 = fmadd(wt, c8, a4_8);
+                    a4_9 = fmadd(wt, c9, a4_9);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_8 = fmadd(wt, c8, a5_8);
+                    a5_9 = fmadd(wt, c9, a5_9);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_8 = fmadd(wt, c8, a6_8);
+                    a6_9 = fmadd(wt, c9, a6_9);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_8 = fmadd(wt, c8, a7_8);
+                    a7_9 = fmadd(wt, c9, a7_9);
+                }
+            }
+            store(ap + 128, a0_8);
+            store(ap + 144, a0_9);
+            store(ap + 384, a1_8);
+            store(ap + 400, a1_9);
+            store(ap + 640, a2_8);
+            store(ap + 656, a2_9);
+            store(ap + 896, a3_8);
+            store(ap + 912, a3_9);
+            store(ap + 1152, a4_8);
+            store(ap + 1168, a4_9);
+            store(ap + 1408, a5_8);
+            store(ap + 1424, a5_9);
+            store(ap + 1664, a6_8);
+            store(ap + 1680, a6_9);
+            store(ap + 1920, a7_8);
+            store(ap + 1936, a7_9);
+        }
+        {
+            V a0_10 = load(ap + 160);
+            V a0_11 = load(ap + 176);
+            V a1_10 = load(ap + 416);
+            V a1_11 = load(ap + 432);
+            V a2_10 = load(ap + 672);
+            V a2_11 = load(ap + 688);
+            V a3_10 = load(ap + 928);
+            V a3_11 = load(ap + 944);
+            V a4_10 = load(ap + 1184);
+            V a4_11 = load(ap + 1200);
+            V a5_10 = load(ap + 1440);
+            V a5_11 = load(ap + 1456);
+            V a6_10 = load(ap + 1696);
+            V a6_11 = load(ap + 1712);
+            V a7_10 = load(ap + 1952);
+            V a7_11 = load(ap + 1968);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                    a3_11 = fmadd(wt, c11, a3_11);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_10 = fmadd(wt, c10, a4_10);
+                    a4_11 = fmadd(wt, c11, a4_11);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_10 = fmadd(wt, c10, a5_10);
+                    a5_11 = fmadd(wt, c11, a5_11);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_10 = fmadd(wt, c10, a6_10);
+                    a6_11 = fmadd(wt, c11, a6_11);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_10 = fmadd(wt, c10, a7_10);
+                    a7_11 = fmadd(wt, c11, a7_11);
+                }
+            }
+            store(ap + 160, a0_10);
+            store(ap + 176, a0_11);
+            store(ap + 416, a1_10);
+            store(ap + 432, a1_11);
+            store(ap + 672, a2_10);
+            store(ap + 688, a2_11);
+            store(ap + 928, a3_10);
+            store(ap + 944, a3_11);
+            store(ap + 1184, a4_10);
+            store(ap + 1200, a4_11);
+            store(ap + 1440, a5_10);
+            store(ap + 1456, a5_11);
+            store(ap + 1696, a6_10);
+            store(ap + 1712, a6_11);
+            store(ap + 1952, a7_10);
+            store(ap + 1968, a7_11);
+        }
+        {
+            V a0_12 = load(ap + 192);
+            V a0_13 = load(ap + 208);
+            V a1_12 = load(ap + 448);
+            V a1_13 = load(ap + 464);
+            V a2_12 = load(ap + 704);
+            V a2_13 = load(ap + 720);
+            V a3_12 = load(ap + 960);
+            V a3_13 = load(ap + 976);
+            V a4_12 = load(ap + 1216);
+            V a4_13 = load(ap + 1232);
+            V a5_12 = load(ap + 1472);
+            V a5_13 = load(ap + 1488);
+            V a6_12 = load(ap + 1728);
+            V a6_13 = load(ap + 1744);
+            V a7_12 = load(ap + 1984);
+            V a7_13 = load(ap + 2000);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                    a3_13 = fmadd(wt, c13, a3_13);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_12 = fmadd(wt, c12, a4_12);
+                    a4_13 = fmadd(wt, c13, a4_13);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_12 = fmadd(wt, c12, a5_12);
+                    a5_13 = fmadd(wt, c13, a5_13);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_12 = fmadd(wt, c12, a6_12);
+                    a6_13 = fmadd(wt, c13, a6_13);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_12 = fmadd(wt, c12, a7_12);
+                    a7_13 = fmadd(wt, c13, a7_13);
+                }
+            }
+            store(ap + 192, a0_12);
+            store(ap + 208, a0_13);
+            store(ap + 448, a1_12);
+            store(ap + 464, a1_13);
+            store(ap + 704, a2_12);
+            store(ap + 720, a2_13);
+            store(ap + 960, a3_12);
+            store(ap + 976, a3_13);
+            store(ap + 1216, a4_12);
+            store(ap + 1232, a4_13);
+            store(ap + 1472, a5_12);
+            store(ap + 1488, a5_13);
+            store(ap + 1728, a6_12);
+            store(ap + 1744, a6_13);
+            store(ap + 1984, a7_12);
+            store(ap + 2000, a7_13);
+        }
+        {
+            V a0_14 = load(ap + 224);
+            V a0_15 = load(ap + 240);
+            V a1_14 = load(ap + 480);
+            V a1_15 = load(ap + 496);
+            V a2_14 = load(ap + 736);
+            V a2_15 = load(ap + 752);
+            V a3_14 = load(ap + 992);
+            V a3_15 = load(ap + 1008);
+            V a4_14 = load(ap + 1248);
+            V a4_15 = load(ap + 1264);
+            V a5_14 = load(ap + 1504);
+            V a5_15 = load(ap + 1520);
+            V a6_14 = load(ap + 1760);
+            V a6_15 = load(ap + 1776);
+            V a7_14 = load(ap + 2016);
+            V a7_15 = load(ap + 2032);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                const V c15 = centroids0.lookup(shr<30>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                    a3_15 = fmadd(wt, c15, a3_15);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_14 = fmadd(wt, c14, a4_14);
+                    a4_15 = fmadd(wt, c15, a4_15);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_14 = fmadd(wt, c14, a5_14);
+                    a5_15 = fmadd(wt, c15, a5_15);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_14 = fmadd(wt, c14, a6_14);
+                    a6_15 = fmadd(wt, c15, a6_15);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_14 = fmadd(wt, c14, a7_14);
+                    a7_15 = fmadd(wt, c15, a7_15);
+                }
+            }
+            store(ap + 224, a0_14);
+            store(ap + 240, a0_15);
+            store(ap + 480, a1_14);
+            store(ap + 496, a1_15);
+            store(ap + 736, a2_14);
+            store(ap + 752, a2_15);
+            store(ap + 992, a3_14);
+            store(ap + 1008, a3_15);
+            store(ap + 1248, a4_14);
+            store(ap + 1264, a4_15);
+            store(ap + 1504, a5_14);
+            store(ap + 1520, a5_15);
+            store(ap + 1760, a6_14);
+            store(ap + 1776, a6_15);
+            store(ap + 2016, a7_14);
+            store(ap + 2032, a7_15);
+        }
+    }
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d256_b2__avx512(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                    size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -961,7 +1617,8 @@ void tq_accumulate_d256_b2__avx512(const float* weights, size_t weight_stride, s
             case 1: tq_accumulate_d256_b2__avx512_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d256_b2__avx512_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d256_b2__avx512_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d256_b2__avx512_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d256_b2__avx512_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d256_b2__avx512_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

@@ -36,23 +36,11 @@ static void tq_accumulate_d64_b3__avx512_q1(const float* weights, size_t weight_
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 24;
                 prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16)))), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16)))), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16)))), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16)))), a0_3);
             }
             store(acc + 0 * acc_stride + 0, a0_0);
             store(acc + 0 * acc_stride + 16, a0_1);
@@ -88,27 +76,26 @@ static void tq_accumulate_d64_b3__avx512_q2(const float* weights, size_t weight_
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 24;
                 prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
+                const V c1 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
+                const V c2 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
+                const V c3 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
             }
             store(acc + 0 * acc_stride + 0, a0_0);
@@ -153,32 +140,33 @@ static void tq_accumulate_d64_b3__avx512_q3(const float* weights, size_t weight_
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 24;
                 prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
+                const V c1 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
+                const V c2 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
+                const V c3 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
             }
             store(acc + 0 * acc_stride + 0, a0_0);
@@ -231,37 +219,40 @@ static void tq_accumulate_d64_b3__avx512_q4(const float* weights, size_t weight_
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 24;
                 prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
+                const V c1 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
+                const V c2 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
+                const V c3 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(acc + 0 * acc_stride + 0, a0_0);
@@ -284,7 +275,189 @@ static void tq_accumulate_d64_b3__avx512_q4(const float* weights, size_t weight_
     }
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 24 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 2 passes over the block with 2 of each query's
+// 4 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d64_b3__avx512_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d64_b3;  // coordinates 0..63
+    const Table<8> centroids0(cb0::kCentroids);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a0_1 = load(acc + 0 * acc_stride + 16);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a1_1 = load(acc + 1 * acc_stride + 16);
+            V a2_0 = load(acc + 2 * acc_stride + 0);
+            V a2_1 = load(acc + 2 * acc_stride + 16);
+            V a3_0 = load(acc + 3 * acc_stride + 0);
+            V a3_1 = load(acc + 3 * acc_stride + 16);
+            V a4_0 = load(acc + 4 * acc_stride + 0);
+            V a4_1 = load(acc + 4 * acc_stride + 16);
+            V a5_0 = load(acc + 5 * acc_stride + 0);
+            V a5_1 = load(acc + 5 * acc_stride + 16);
+            V a6_0 = load(acc + 6 * acc_stride + 0);
+            V a6_1 = load(acc + 6 * acc_stride + 16);
+            V a7_0 = load(acc + 7 * acc_stride + 0);
+            V a7_1 = load(acc + 7 * acc_stride + 16);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 24;
+                prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(small_field<8, 1, 0>(p + 16))));
+                const V c1 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(small_field<8, 1, 2>(p + 16))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 0 * acc_stride + 16, a0_1);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 1 * acc_stride + 16, a1_1);
+            store(acc + 2 * acc_stride + 0, a2_0);
+            store(acc + 2 * acc_stride + 16, a2_1);
+            store(acc + 3 * acc_stride + 0, a3_0);
+            store(acc + 3 * acc_stride + 16, a3_1);
+            store(acc + 4 * acc_stride + 0, a4_0);
+            store(acc + 4 * acc_stride + 16, a4_1);
+            store(acc + 5 * acc_stride + 0, a5_0);
+            store(acc + 5 * acc_stride + 16, a5_1);
+            store(acc + 6 * acc_stride + 0, a6_0);
+            store(acc + 6 * acc_stride + 16, a6_1);
+            store(acc + 7 * acc_stride + 0, a7_0);
+            store(acc + 7 * acc_stride + 16, a7_1);
+        }
+        {
+            V a0_2 = load(acc + 0 * acc_stride + 32);
+            V a0_3 = load(acc + 0 * acc_stride + 48);
+            V a1_2 = load(acc + 1 * acc_stride + 32);
+            V a1_3 = load(acc + 1 * acc_stride + 48);
+            V a2_2 = load(acc + 2 * acc_stride + 32);
+            V a2_3 = load(acc + 2 * acc_stride + 48);
+            V a3_2 = load(acc + 3 * acc_stride + 32);
+            V a3_3 = load(acc + 3 * acc_stride + 48);
+            V a4_2 = load(acc + 4 * acc_stride + 32);
+            V a4_3 = load(acc + 4 * acc_stride + 48);
+            V a5_2 = load(acc + 5 * acc_stride + 32);
+            V a5_3 = load(acc + 5 * acc_stride + 48);
+            V a6_2 = load(acc + 6 * acc_stride + 32);
+            V a6_3 = load(acc + 6 * acc_stride + 48);
+            V a7_2 = load(acc + 7 * acc_stride + 32);
+            V a7_3 = load(acc + 7 * acc_stride + 48);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 24;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(small_field<8, 1, 4>(p + 16))));
+                const V c3 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(small_field<8, 1, 6>(p + 16))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(acc + 0 * acc_stride + 32, a0_2);
+            store(acc + 0 * acc_stride + 48, a0_3);
+            store(acc + 1 * acc_stride + 32, a1_2);
+            store(acc + 1 * acc_stride + 48, a1_3);
+            store(acc + 2 * acc_stride + 32, a2_2);
+            store(acc + 2 * acc_stride + 48, a2_3);
+            store(acc + 3 * acc_stride + 32, a3_2);
+            store(acc + 3 * acc_stride + 48, a3_3);
+            store(acc + 4 * acc_stride + 32, a4_2);
+            store(acc + 4 * acc_stride + 48, a4_3);
+            store(acc + 5 * acc_stride + 32, a5_2);
+            store(acc + 5 * acc_stride + 48, a5_3);
+            store(acc + 6 * acc_stride + 32, a6_2);
+            store(acc + 6 * acc_stride + 48, a6_3);
+            store(acc + 7 * acc_stride + 32, a7_2);
+            store(acc + 7 * acc_stride + 48, a7_3);
+        }
+    }
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d64_b3__avx512(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                   size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -292,7 +465,8 @@ void tq_accumulate_d64_b3__avx512(const float* weights, size_t weight_stride, si
             case 1: tq_accumulate_d64_b3__avx512_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d64_b3__avx512_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d64_b3__avx512_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d64_b3__avx512_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d64_b3__avx512_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d64_b3__avx512_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

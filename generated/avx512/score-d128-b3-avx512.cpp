@@ -29,38 +29,73 @@ static void tq_score_d128_b3__avx512_queries(const float* q, const uint8_t* code
         // 2 partial sums per key and query (generator option --score-accumulators: latency vs registers)
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 16), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 48), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 80), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 32))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 96), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 32))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 112), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 16), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 48), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 80), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 112), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 16), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 48), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 80), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 32))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 128 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 32))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 128 + 112), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -81,7 +116,7 @@ static void tq_score_d128_b3__avx512_queries(const float* q, const uint8_t* code
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d128_b3__avx512(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                               size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -89,7 +124,8 @@ void tq_score_d128_b3__avx512(const float* q, size_t n_queries, const uint8_t* c
             case 1: tq_score_d128_b3__avx512_queries<1>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d128_b3__avx512_queries<2>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d128_b3__avx512_queries<3>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d128_b3__avx512_queries<4>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d128_b3__avx512_queries<4>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d128_b3__avx512_queries<8>(q + j * 128, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

@@ -50,70 +50,137 @@ static void tq_score_d256_b4__avx512_queries(const float* q, const uint8_t* code
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 64);
-        {
-            const V c = centroids0.lookup_field<15>(w0);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<4>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 16), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<8>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<12>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 48), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<16>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<20>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 80), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<24>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 96), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<28>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 112), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(w1);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 128), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<4>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 144), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<8>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 160), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<12>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 176), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<16>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 192), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<20>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 208), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<24>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 224), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<28>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 240), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup_field<15>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(w1);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 160), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 192), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 224), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 16), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 48), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 80), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 112), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 144), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 176), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 208), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 240), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup_field<15>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 16), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 48), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 80), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 112), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(w1);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 144), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 160), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 176), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 192), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 208), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 256 + 224), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 256 + 240), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -134,7 +201,7 @@ static void tq_score_d256_b4__avx512_queries(const float* q, const uint8_t* code
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d256_b4__avx512(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                               size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -142,7 +209,8 @@ void tq_score_d256_b4__avx512(const float* q, size_t n_queries, const uint8_t* c
             case 1: tq_score_d256_b4__avx512_queries<1>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d256_b4__avx512_queries<2>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d256_b4__avx512_queries<3>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d256_b4__avx512_queries<4>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d256_b4__avx512_queries<4>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d256_b4__avx512_queries<8>(q + j * 256, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

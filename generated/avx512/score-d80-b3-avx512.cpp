@@ -29,26 +29,49 @@ static void tq_score_d80_b3__avx512_queries(const float* q, const uint8_t* codes
         // 2 partial sums per key and query (generator option --score-accumulators: latency vs registers)
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(blend<0xfc00>(field<0, 1, -6>(p + 14), field<1, 1>(p + 10)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(blend<0xfff0>(field<0, 3, -2>(p + 14), field<2, 3, 4>(p + 0)), shl<2>(blend<0xc000>(blend<0x3ff0>(field<1, 1, -12>(p + 14), field<2, 1, -2>(p + 14)), field<3, 1>(p + 6)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 16), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(blend<0xff00>(field<2, 3>(p + 12), field<4, 3, 8>(p + 0)), shl<2>(blend<0xff00>(field<3, 1, -8>(p + 14), field<4, 1>(p + 12)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(blend<0xf000>(field<4, 3>(p + 8), field<6, 255, 12>(p + 0)), shl<2>(blend<0xf000>(blend<0xffc>(field<4, 1, -14>(p + 14), field<5, 1, -4>(p + 14)), field<6, 1>(p + 8)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 48), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xffc0>(field<6, 1, -10>(p + 14), field<7, 255>(p + 14)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(blend<0xfc00>(field<0, 1, -6>(p + 14), field<1, 1>(p + 10)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xff00>(field<2, 3>(p + 12), field<4, 3, 8>(p + 0)), shl<2>(blend<0xff00>(field<3, 1, -8>(p + 14), field<4, 1>(p + 12)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xffc0>(field<6, 1, -10>(p + 14), field<7, 255>(p + 14)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xfff0>(field<0, 3, -2>(p + 14), field<2, 3, 4>(p + 0)), shl<2>(blend<0xc000>(blend<0x3ff0>(field<1, 1, -12>(p + 14), field<2, 1, -2>(p + 14)), field<3, 1>(p + 6)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 16), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xf000>(field<4, 3>(p + 8), field<6, 255, 12>(p + 0)), shl<2>(blend<0xf000>(blend<0xffc>(field<4, 1, -14>(p + 14), field<5, 1, -4>(p + 14)), field<6, 1>(p + 8)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 48), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(blend<0xfc00>(field<0, 1, -6>(p + 14), field<1, 1>(p + 10)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xfff0>(field<0, 3, -2>(p + 14), field<2, 3, 4>(p + 0)), shl<2>(blend<0xc000>(blend<0x3ff0>(field<1, 1, -12>(p + 14), field<2, 1, -2>(p + 14)), field<3, 1>(p + 6)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 16), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xff00>(field<2, 3>(p + 12), field<4, 3, 8>(p + 0)), shl<2>(blend<0xff00>(field<3, 1, -8>(p + 14), field<4, 1>(p + 12)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xf000>(field<4, 3>(p + 8), field<6, 255, 12>(p + 0)), shl<2>(blend<0xf000>(blend<0xffc>(field<4, 1, -14>(p + 14), field<5, 1, -4>(p + 14)), field<6, 1>(p + 8)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 48), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xffc0>(field<6, 1, -10>(p + 14), field<7, 255>(p + 14)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -69,7 +92,7 @@ static void tq_score_d80_b3__avx512_queries(const float* q, const uint8_t* codes
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d80_b3__avx512(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                              size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -77,7 +100,8 @@ void tq_score_d80_b3__avx512(const float* q, size_t n_queries, const uint8_t* co
             case 1: tq_score_d80_b3__avx512_queries<1>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d80_b3__avx512_queries<2>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d80_b3__avx512_queries<3>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d80_b3__avx512_queries<4>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d80_b3__avx512_queries<4>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d80_b3__avx512_queries<8>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

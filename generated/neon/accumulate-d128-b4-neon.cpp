@@ -70,73 +70,25 @@ static void tq_accumulate_d128_b4__neon_q1(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
                 const I w0 = load_dwords(p + 0);
                 const I w1 = load_dwords(p + 32);
-                {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup_field<15>(w0), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup_field<15>(shr<4>(w0)), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup_field<15>(shr<8>(w0)), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup_field<15>(shr<12>(w0)), a0_3);
+                a0_4 = fmadd(wt, centroids0.lookup_field<15>(shr<16>(w0)), a0_4);
+                a0_5 = fmadd(wt, centroids0.lookup_field<15>(shr<20>(w0)), a0_5);
+                a0_6 = fmadd(wt, centroids0.lookup_field<15>(shr<24>(w0)), a0_6);
+                a0_7 = fmadd(wt, centroids0.lookup(shr<28>(w0)), a0_7);
+                a0_8 = fmadd(wt, centroids0.lookup_field<15>(w1), a0_8);
+                a0_9 = fmadd(wt, centroids0.lookup_field<15>(shr<4>(w1)), a0_9);
+                a0_10 = fmadd(wt, centroids0.lookup_field<15>(shr<8>(w1)), a0_10);
+                a0_11 = fmadd(wt, centroids0.lookup_field<15>(shr<12>(w1)), a0_11);
+                a0_12 = fmadd(wt, centroids0.lookup_field<15>(shr<16>(w1)), a0_12);
+                a0_13 = fmadd(wt, centroids0.lookup_field<15>(shr<20>(w1)), a0_13);
+                a0_14 = fmadd(wt, centroids0.lookup_field<15>(shr<24>(w1)), a0_14);
+                a0_15 = fmadd(wt, centroids0.lookup(shr<28>(w1)), a0_15);
             }
             store(ap + 0, a0_0);
             store(ap + 8, a0_1);
@@ -208,28 +160,27 @@ static void tq_accumulate_d128_b4__neon_q2(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
             }
             store(ap + 0, a0_0);
@@ -252,28 +203,27 @@ static void tq_accumulate_d128_b4__neon_q2(const float* weights, size_t weight_s
             V a1_7 = load(ap + 184);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
             }
             store(ap + 32, a0_4);
@@ -296,28 +246,27 @@ static void tq_accumulate_d128_b4__neon_q2(const float* weights, size_t weight_s
             V a1_11 = load(ap + 216);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
                 }
             }
             store(ap + 64, a0_8);
@@ -340,28 +289,27 @@ static void tq_accumulate_d128_b4__neon_q2(const float* weights, size_t weight_s
             V a1_15 = load(ap + 248);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                const V c15 = centroids0.lookup(shr<28>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
                 }
             }
             store(ap + 96, a0_12);
@@ -424,21 +372,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -457,21 +410,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_3 = load(ap + 280);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -490,21 +448,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_5 = load(ap + 296);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -523,21 +486,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_7 = load(ap + 312);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -556,21 +524,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_9 = load(ap + 328);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
                 }
             }
             store(ap + 64, a0_8);
@@ -589,21 +562,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_11 = load(ap + 344);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
                 }
             }
             store(ap + 80, a0_10);
@@ -622,21 +600,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_13 = load(ap + 360);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
                 }
             }
             store(ap + 96, a0_12);
@@ -655,21 +638,26 @@ static void tq_accumulate_d128_b4__neon_q3(const float* weights, size_t weight_s
             V a2_15 = load(ap + 376);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                const V c15 = centroids0.lookup(shr<28>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
                 }
             }
             store(ap + 112, a0_14);
@@ -732,24 +720,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -772,24 +767,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_3 = load(ap + 408);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -812,24 +814,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_5 = load(ap + 424);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
-                    a3_4 = fmadd(wt3, c, a3_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
-                    a3_5 = fmadd(wt3, c, a3_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -852,24 +861,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_7 = load(ap + 440);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
-                    a3_6 = fmadd(wt3, c, a3_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                    a3_7 = fmadd(wt3, c, a3_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -892,24 +908,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_9 = load(ap + 456);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(w1);
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
-                    a3_8 = fmadd(wt3, c, a3_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w1));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
-                    a3_9 = fmadd(wt3, c, a3_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                    a3_9 = fmadd(wt, c9, a3_9);
                 }
             }
             store(ap + 64, a0_8);
@@ -932,24 +955,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_11 = load(ap + 472);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w1));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
-                    a3_10 = fmadd(wt3, c, a3_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w1));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
-                    a3_11 = fmadd(wt3, c, a3_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                    a3_11 = fmadd(wt, c11, a3_11);
                 }
             }
             store(ap + 80, a0_10);
@@ -972,24 +1002,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_13 = load(ap + 488);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w1));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
-                    a3_12 = fmadd(wt3, c, a3_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w1));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
-                    a3_13 = fmadd(wt3, c, a3_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                    a3_13 = fmadd(wt, c13, a3_13);
                 }
             }
             store(ap + 96, a0_12);
@@ -1012,24 +1049,31 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
             V a3_15 = load(ap + 504);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                const V c15 = centroids0.lookup(shr<28>(w1));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w1));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
-                    a3_14 = fmadd(wt3, c, a3_14);
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w1));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
-                    a3_15 = fmadd(wt3, c, a3_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                    a3_15 = fmadd(wt, c15, a3_15);
                 }
             }
             store(ap + 112, a0_14);
@@ -1046,7 +1090,977 @@ static void tq_accumulate_d128_b4__neon_q4(const float* weights, size_t weight_s
         for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 64 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 16 passes over the block with 1 of each query's
+// 16 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d128_b4__neon_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d128_b4;  // coordinates 0..127
+    const Table<16> centroids0(cb0::kCentroids);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[128] = {
+        0, 4, 8, 12, 16, 20, 24, 28,
+        64, 68, 72, 76, 80, 84, 88, 92,
+        1, 5, 9, 13, 17, 21, 25, 29,
+        65, 69, 73, 77, 81, 85, 89, 93,
+        2, 6, 10, 14, 18, 22, 26, 30,
+        66, 70, 74, 78, 82, 86, 90, 94,
+        3, 7, 11, 15, 19, 23, 27, 31,
+        67, 71, 75, 79, 83, 87, 91, 95,
+        32, 36, 40, 44, 48, 52, 56, 60,
+        96, 100, 104, 108, 112, 116, 120, 124,
+        33, 37, 41, 45, 49, 53, 57, 61,
+        97, 101, 105, 109, 113, 117, 121, 125,
+        34, 38, 42, 46, 50, 54, 58, 62,
+        98, 102, 106, 110, 114, 118, 122, 126,
+        35, 39, 43, 47, 51, 55, 59, 63,
+        99, 103, 107, 111, 115, 119, 123, 127,
+    };
+    alignas(64) float ap[1024];  // the accumulators in lane order
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a1_0 = load(ap + 128);
+            V a2_0 = load(ap + 256);
+            V a3_0 = load(ap + 384);
+            V a4_0 = load(ap + 512);
+            V a5_0 = load(ap + 640);
+            V a6_0 = load(ap + 768);
+            V a7_0 = load(ap + 896);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                }
+            }
+            store(ap + 0, a0_0);
+            store(ap + 128, a1_0);
+            store(ap + 256, a2_0);
+            store(ap + 384, a3_0);
+            store(ap + 512, a4_0);
+            store(ap + 640, a5_0);
+            store(ap + 768, a6_0);
+            store(ap + 896, a7_0);
+        }
+        {
+            V a0_1 = load(ap + 8);
+            V a1_1 = load(ap + 136);
+            V a2_1 = load(ap + 264);
+            V a3_1 = load(ap + 392);
+            V a4_1 = load(ap + 520);
+            V a5_1 = load(ap + 648);
+            V a6_1 = load(ap + 776);
+            V a7_1 = load(ap + 904);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(ap + 8, a0_1);
+            store(ap + 136, a1_1);
+            store(ap + 264, a2_1);
+            store(ap + 392, a3_1);
+            store(ap + 520, a4_1);
+            store(ap + 648, a5_1);
+            store(ap + 776, a6_1);
+            store(ap + 904, a7_1);
+        }
+        {
+            V a0_2 = load(ap + 16);
+            V a1_2 = load(ap + 144);
+            V a2_2 = load(ap + 272);
+            V a3_2 = load(ap + 400);
+            V a4_2 = load(ap + 528);
+            V a5_2 = load(ap + 656);
+            V a6_2 = load(ap + 784);
+            V a7_2 = load(ap + 912);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                }
+            }
+            store(ap + 16, a0_2);
+            store(ap + 144, a1_2);
+            store(ap + 272, a2_2);
+            store(ap + 400, a3_2);
+            store(ap + 528, a4_2);
+            store(ap + 656, a5_2);
+            store(ap + 784, a6_2);
+            store(ap + 912, a7_2);
+        }
+        {
+            V a0_3 = load(ap + 24);
+            V a1_3 = load(ap + 152);
+            V a2_3 = load(ap + 280);
+            V a3_3 = load(ap + 408);
+            V a4_3 = load(ap + 536);
+            V a5_3 = load(ap + 664);
+            V a6_3 = load(ap + 792);
+            V a7_3 = load(ap + 920);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(ap + 24, a0_3);
+            store(ap + 152, a1_3);
+            store(ap + 280, a2_3);
+            store(ap + 408, a3_3);
+            store(ap + 536, a4_3);
+            store(ap + 664, a5_3);
+            store(ap + 792, a6_3);
+            store(ap + 920, a7_3);
+        }
+        {
+            V a0_4 = load(ap + 32);
+            V a1_4 = load(ap + 160);
+            V a2_4 = load(ap + 288);
+            V a3_4 = load(ap + 416);
+            V a4_4 = load(ap + 544);
+            V a5_4 = load(ap + 672);
+            V a6_4 = load(ap + 800);
+            V a7_4 = load(ap + 928);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_4 = fmadd(wt, c4, a4_4);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_4 = fmadd(wt, c4, a5_4);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_4 = fmadd(wt, c4, a6_4);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_4 = fmadd(wt, c4, a7_4);
+                }
+            }
+            store(ap + 32, a0_4);
+            store(ap + 160, a1_4);
+            store(ap + 288, a2_4);
+            store(ap + 416, a3_4);
+            store(ap + 544, a4_4);
+            store(ap + 672, a5_4);
+            store(ap + 800, a6_4);
+            store(ap + 928, a7_4);
+        }
+        {
+            V a0_5 = load(ap + 40);
+            V a1_5 = load(ap + 168);
+            V a2_5 = load(ap + 296);
+            V a3_5 = load(ap + 424);
+            V a4_5 = load(ap + 552);
+            V a5_5 = load(ap + 680);
+            V a6_5 = load(ap + 808);
+            V a7_5 = load(ap + 936);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_5 = fmadd(wt, c5, a4_5);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_5 = fmadd(wt, c5, a5_5);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_5 = fmadd(wt, c5, a6_5);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_5 = fmadd(wt, c5, a7_5);
+                }
+            }
+            store(ap + 40, a0_5);
+            store(ap + 168, a1_5);
+            store(ap + 296, a2_5);
+            store(ap + 424, a3_5);
+            store(ap + 552, a4_5);
+            store(ap + 680, a5_5);
+            store(ap + 808, a6_5);
+            store(ap + 936, a7_5);
+        }
+        {
+            V a0_6 = load(ap + 48);
+            V a1_6 = load(ap + 176);
+            V a2_6 = load(ap + 304);
+            V a3_6 = load(ap + 432);
+            V a4_6 = load(ap + 560);
+            V a5_6 = load(ap + 688);
+            V a6_6 = load(ap + 816);
+            V a7_6 = load(ap + 944);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_6 = fmadd(wt, c6, a4_6);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_6 = fmadd(wt, c6, a5_6);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_6 = fmadd(wt, c6, a6_6);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_6 = fmadd(wt, c6, a7_6);
+                }
+            }
+            store(ap + 48, a0_6);
+            store(ap + 176, a1_6);
+            store(ap + 304, a2_6);
+            store(ap + 432, a3_6);
+            store(ap + 560, a4_6);
+            store(ap + 688, a5_6);
+            store(ap + 816, a6_6);
+            store(ap + 944, a7_6);
+        }
+        {
+            V a0_7 = load(ap + 56);
+            V a1_7 = load(ap + 184);
+            V a2_7 = load(ap + 312);
+            V a3_7 = load(ap + 440);
+            V a4_7 = load(ap + 568);
+            V a5_7 = load(ap + 696);
+            V a6_7 = load(ap + 824);
+            V a7_7 = load(ap + 952);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c7 = centroids0.lookup(shr<28>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_7 = fmadd(wt, c7, a3_7);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_7 = fmadd(wt, c7, a4_7);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_7 = fmadd(wt, c7, a5_7);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_7 = fmadd(wt, c7, a6_7);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_7 = fmadd(wt, c7, a7_7);
+                }
+            }
+            store(ap + 56, a0_7);
+            store(ap + 184, a1_7);
+            store(ap + 312, a2_7);
+            store(ap + 440, a3_7);
+            store(ap + 568, a4_7);
+            store(ap + 696, a5_7);
+            store(ap + 824, a6_7);
+            store(ap + 952, a7_7);
+        }
+        {
+            V a0_8 = load(ap + 64);
+            V a1_8 = load(ap + 192);
+            V a2_8 = load(ap + 320);
+            V a3_8 = load(ap + 448);
+            V a4_8 = load(ap + 576);
+            V a5_8 = load(ap + 704);
+            V a6_8 = load(ap + 832);
+            V a7_8 = load(ap + 960);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<15>(w1);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_8 = fmadd(wt, c8, a4_8);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_8 = fmadd(wt, c8, a5_8);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_8 = fmadd(wt, c8, a6_8);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_8 = fmadd(wt, c8, a7_8);
+                }
+            }
+            store(ap + 64, a0_8);
+            store(ap + 192, a1_8);
+            store(ap + 320, a2_8);
+            store(ap + 448, a3_8);
+            store(ap + 576, a4_8);
+            store(ap + 704, a5_8);
+            store(ap + 832, a6_8);
+            store(ap + 960, a7_8);
+        }
+        {
+            V a0_9 = load(ap + 72);
+            V a1_9 = load(ap + 200);
+            V a2_9 = load(ap + 328);
+            V a3_9 = load(ap + 456);
+            V a4_9 = load(ap + 584);
+            V a5_9 = load(ap + 712);
+            V a6_9 = load(ap + 840);
+            V a7_9 = load(ap + 968);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c9 = centroids0.lookup_field<15>(shr<4>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_9 = fmadd(wt, c9, a3_9);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_9 = fmadd(wt, c9, a4_9);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_9 = fmadd(wt, c9, a5_9);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_9 = fmadd(wt, c9, a6_9);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_9 = fmadd(wt, c9, a7_9);
+                }
+            }
+            store(ap + 72, a0_9);
+            store(ap + 200, a1_9);
+            store(ap + 328, a2_9);
+            store(ap + 456, a3_9);
+            store(ap + 584, a4_9);
+            store(ap + 712, a5_9);
+            store(ap + 840, a6_9);
+            store(ap + 968, a7_9);
+        }
+        {
+            V a0_10 = load(ap + 80);
+            V a1_10 = load(ap + 208);
+            V a2_10 = load(ap + 336);
+            V a3_10 = load(ap + 464);
+            V a4_10 = load(ap + 592);
+            V a5_10 = load(ap + 720);
+            V a6_10 = load(ap + 848);
+            V a7_10 = load(ap + 976);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<15>(shr<8>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_10 = fmadd(wt, c10, a4_10);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_10 = fmadd(wt, c10, a5_10);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_10 = fmadd(wt, c10, a6_10);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_10 = fmadd(wt, c10, a7_10);
+                }
+            }
+            store(ap + 80, a0_10);
+            store(ap + 208, a1_10);
+            store(ap + 336, a2_10);
+            store(ap + 464, a3_10);
+            store(ap + 592, a4_10);
+            store(ap + 720, a5_10);
+            store(ap + 848, a6_10);
+            store(ap + 976, a7_10);
+        }
+        {
+            V a0_11 = load(ap + 88);
+            V a1_11 = load(ap + 216);
+            V a2_11 = load(ap + 344);
+            V a3_11 = load(ap + 472);
+            V a4_11 = load(ap + 600);
+            V a5_11 = load(ap + 728);
+            V a6_11 = load(ap + 856);
+            V a7_11 = load(ap + 984);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c11 = centroids0.lookup_field<15>(shr<12>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_11 = fmadd(wt, c11, a3_11);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_11 = fmadd(wt, c11, a4_11);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_11 = fmadd(wt, c11, a5_11);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_11 = fmadd(wt, c11, a6_11);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_11 = fmadd(wt, c11, a7_11);
+                }
+            }
+            store(ap + 88, a0_11);
+            store(ap + 216, a1_11);
+            store(ap + 344, a2_11);
+            store(ap + 472, a3_11);
+            store(ap + 600, a4_11);
+            store(ap + 728, a5_11);
+            store(ap + 856, a6_11);
+            store(ap + 984, a7_11);
+        }
+        {
+            V a0_12 = load(ap + 96);
+            V a1_12 = load(ap + 224);
+            V a2_12 = load(ap + 352);
+            V a3_12 = load(ap + 480);
+            V a4_12 = load(ap + 608);
+            V a5_12 = load(ap + 736);
+            V a6_12 = load(ap + 864);
+            V a7_12 = load(ap + 992);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<15>(shr<16>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_12 = fmadd(wt, c12, a4_12);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_12 = fmadd(wt, c12, a5_12);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_12 = fmadd(wt, c12, a6_12);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_12 = fmadd(wt, c12, a7_12);
+                }
+            }
+            store(ap + 96, a0_12);
+            store(ap + 224, a1_12);
+            store(ap + 352, a2_12);
+            store(ap + 480, a3_12);
+            store(ap + 608, a4_12);
+            store(ap + 736, a5_12);
+            store(ap + 864, a6_12);
+            store(ap + 992, a7_12);
+        }
+        {
+            V a0_13 = load(ap + 104);
+            V a1_13 = load(ap + 232);
+            V a2_13 = load(ap + 360);
+            V a3_13 = load(ap + 488);
+            V a4_13 = load(ap + 616);
+            V a5_13 = load(ap + 744);
+            V a6_13 = load(ap + 872);
+            V a7_13 = load(ap + 1000);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c13 = centroids0.lookup_field<15>(shr<20>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_13 = fmadd(wt, c13, a3_13);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_13 = fmadd(wt, c13, a4_13);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_13 = fmadd(wt, c13, a5_13);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_13 = fmadd(wt, c13, a6_13);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_13 = fmadd(wt, c13, a7_13);
+                }
+            }
+            store(ap + 104, a0_13);
+            store(ap + 232, a1_13);
+            store(ap + 360, a2_13);
+            store(ap + 488, a3_13);
+            store(ap + 616, a4_13);
+            store(ap + 744, a5_13);
+            store(ap + 872, a6_13);
+            store(ap + 1000, a7_13);
+        }
+        {
+            V a0_14 = load(ap + 112);
+            V a1_14 = load(ap + 240);
+            V a2_14 = load(ap + 368);
+            V a3_14 = load(ap + 496);
+            V a4_14 = load(ap + 624);
+            V a5_14 = load(ap + 752);
+            V a6_14 = load(ap + 880);
+            V a7_14 = load(ap + 1008);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<15>(shr<24>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_14 = fmadd(wt, c14, a4_14);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_14 = fmadd(wt, c14, a5_14);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_14 = fmadd(wt, c14, a6_14);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_14 = fmadd(wt, c14, a7_14);
+                }
+            }
+            store(ap + 112, a0_14);
+            store(ap + 240, a1_14);
+            store(ap + 368, a2_14);
+            store(ap + 496, a3_14);
+            store(ap + 624, a4_14);
+            store(ap + 752, a5_14);
+            store(ap + 880, a6_14);
+            store(ap + 1008, a7_14);
+        }
+        {
+            V a0_15 = load(ap + 120);
+            V a1_15 = load(ap + 248);
+            V a2_15 = load(ap + 376);
+            V a3_15 = load(ap + 504);
+            V a4_15 = load(ap + 632);
+            V a5_15 = load(ap + 760);
+            V a6_15 = load(ap + 888);
+            V a7_15 = load(ap + 1016);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c15 = centroids0.lookup(shr<28>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_15 = fmadd(wt, c15, a0_15);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_15 = fmadd(wt, c15, a3_15);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_15 = fmadd(wt, c15, a4_15);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_15 = fmadd(wt, c15, a5_15);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_15 = fmadd(wt, c15, a6_15);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_15 = fmadd(wt, c15, a7_15);
+                }
+            }
+            store(ap + 120, a0_15);
+            store(ap + 248, a1_15);
+            store(ap + 376, a2_15);
+            store(ap + 504, a3_15);
+            store(ap + 632, a4_15);
+            store(ap + 760, a5_15);
+            store(ap + 888, a6_15);
+            store(ap + 1016, a7_15);
+        }
+    }
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d128_b4__neon(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                  size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -1054,7 +2068,8 @@ void tq_accumulate_d128_b4__neon(const float* weights, size_t weight_stride, siz
             case 1: tq_accumulate_d128_b4__neon_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d128_b4__neon_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d128_b4__neon_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d128_b4__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d128_b4__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d128_b4__neon_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

@@ -102,137 +102,41 @@ static void tq_accumulate_d256_b2__neon_q1(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
                 const I w0 = load_dwords(p + 0);
                 const I w1 = load_dwords(p + 32);
-                {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(w1);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w1));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w1));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w1));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w1));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w1));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w1));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w1));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w1));
-                    a0_24 = fmadd(wt0, c, a0_24);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w1));
-                    a0_25 = fmadd(wt0, c, a0_25);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w1));
-                    a0_26 = fmadd(wt0, c, a0_26);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w1));
-                    a0_27 = fmadd(wt0, c, a0_27);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w1));
-                    a0_28 = fmadd(wt0, c, a0_28);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w1));
-                    a0_29 = fmadd(wt0, c, a0_29);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w1));
-                    a0_30 = fmadd(wt0, c, a0_30);
-                }
-                {
-                    const V c = centroids0.lookup(shr<30>(w1));
-                    a0_31 = fmadd(wt0, c, a0_31);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup_field<3>(w0), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup_field<3>(shr<2>(w0)), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup_field<3>(shr<4>(w0)), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup_field<3>(shr<6>(w0)), a0_3);
+                a0_4 = fmadd(wt, centroids0.lookup_field<3>(shr<8>(w0)), a0_4);
+                a0_5 = fmadd(wt, centroids0.lookup_field<3>(shr<10>(w0)), a0_5);
+                a0_6 = fmadd(wt, centroids0.lookup_field<3>(shr<12>(w0)), a0_6);
+                a0_7 = fmadd(wt, centroids0.lookup_field<3>(shr<14>(w0)), a0_7);
+                a0_8 = fmadd(wt, centroids0.lookup_field<3>(shr<16>(w0)), a0_8);
+                a0_9 = fmadd(wt, centroids0.lookup_field<3>(shr<18>(w0)), a0_9);
+                a0_10 = fmadd(wt, centroids0.lookup_field<3>(shr<20>(w0)), a0_10);
+                a0_11 = fmadd(wt, centroids0.lookup_field<3>(shr<22>(w0)), a0_11);
+                a0_12 = fmadd(wt, centroids0.lookup_field<3>(shr<24>(w0)), a0_12);
+                a0_13 = fmadd(wt, centroids0.lookup_field<3>(shr<26>(w0)), a0_13);
+                a0_14 = fmadd(wt, centroids0.lookup_field<3>(shr<28>(w0)), a0_14);
+                a0_15 = fmadd(wt, centroids0.lookup(shr<30>(w0)), a0_15);
+                a0_16 = fmadd(wt, centroids0.lookup_field<3>(w1), a0_16);
+                a0_17 = fmadd(wt, centroids0.lookup_field<3>(shr<2>(w1)), a0_17);
+                a0_18 = fmadd(wt, centroids0.lookup_field<3>(shr<4>(w1)), a0_18);
+                a0_19 = fmadd(wt, centroids0.lookup_field<3>(shr<6>(w1)), a0_19);
+                a0_20 = fmadd(wt, centroids0.lookup_field<3>(shr<8>(w1)), a0_20);
+                a0_21 = fmadd(wt, centroids0.lookup_field<3>(shr<10>(w1)), a0_21);
+                a0_22 = fmadd(wt, centroids0.lookup_field<3>(shr<12>(w1)), a0_22);
+                a0_23 = fmadd(wt, centroids0.lookup_field<3>(shr<14>(w1)), a0_23);
+                a0_24 = fmadd(wt, centroids0.lookup_field<3>(shr<16>(w1)), a0_24);
+                a0_25 = fmadd(wt, centroids0.lookup_field<3>(shr<18>(w1)), a0_25);
+                a0_26 = fmadd(wt, centroids0.lookup_field<3>(shr<20>(w1)), a0_26);
+                a0_27 = fmadd(wt, centroids0.lookup_field<3>(shr<22>(w1)), a0_27);
+                a0_28 = fmadd(wt, centroids0.lookup_field<3>(shr<24>(w1)), a0_28);
+                a0_29 = fmadd(wt, centroids0.lookup_field<3>(shr<26>(w1)), a0_29);
+                a0_30 = fmadd(wt, centroids0.lookup_field<3>(shr<28>(w1)), a0_30);
+                a0_31 = fmadd(wt, centroids0.lookup(shr<30>(w1)), a0_31);
             }
             store(ap + 0, a0_0);
             store(ap + 8, a0_1);
@@ -336,28 +240,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
             }
             store(ap + 0, a0_0);
@@ -380,28 +283,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_7 = load(ap + 312);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
             }
             store(ap + 32, a0_4);
@@ -424,28 +326,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_11 = load(ap + 344);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
                 }
             }
             store(ap + 64, a0_8);
@@ -468,28 +369,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_15 = load(ap + 376);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                const V c15 = centroids0.lookup(shr<30>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                }
-                {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
                 }
             }
             store(ap + 96, a0_12);
@@ -512,28 +412,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_19 = load(ap + 408);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<3>(w1);
+                const V c17 = centroids0.lookup_field<3>(shr<2>(w1));
+                const V c18 = centroids0.lookup_field<3>(shr<4>(w1));
+                const V c19 = centroids0.lookup_field<3>(shr<6>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(w1);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                    a1_16 = fmadd(wt1, c, a1_16);
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                    a0_17 = fmadd(wt, c17, a0_17);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                    a0_19 = fmadd(wt, c19, a0_19);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w1));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                    a1_17 = fmadd(wt1, c, a1_17);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w1));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                    a1_18 = fmadd(wt1, c, a1_18);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w1));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                    a1_19 = fmadd(wt1, c, a1_19);
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                    a1_19 = fmadd(wt, c19, a1_19);
                 }
             }
             store(ap + 128, a0_16);
@@ -556,28 +455,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_23 = load(ap + 440);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<3>(shr<8>(w1));
+                const V c21 = centroids0.lookup_field<3>(shr<10>(w1));
+                const V c22 = centroids0.lookup_field<3>(shr<12>(w1));
+                const V c23 = centroids0.lookup_field<3>(shr<14>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w1));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                    a1_20 = fmadd(wt1, c, a1_20);
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                    a0_21 = fmadd(wt, c21, a0_21);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                    a0_23 = fmadd(wt, c23, a0_23);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w1));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                    a1_21 = fmadd(wt1, c, a1_21);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w1));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                    a1_22 = fmadd(wt1, c, a1_22);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w1));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                    a1_23 = fmadd(wt1, c, a1_23);
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                    a1_23 = fmadd(wt, c23, a1_23);
                 }
             }
             store(ap + 160, a0_20);
@@ -600,28 +498,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_27 = load(ap + 472);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c24 = centroids0.lookup_field<3>(shr<16>(w1));
+                const V c25 = centroids0.lookup_field<3>(shr<18>(w1));
+                const V c26 = centroids0.lookup_field<3>(shr<20>(w1));
+                const V c27 = centroids0.lookup_field<3>(shr<22>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w1));
-                    a0_24 = fmadd(wt0, c, a0_24);
-                    a1_24 = fmadd(wt1, c, a1_24);
+                    const V wt = set1(wts[0][t]);
+                    a0_24 = fmadd(wt, c24, a0_24);
+                    a0_25 = fmadd(wt, c25, a0_25);
+                    a0_26 = fmadd(wt, c26, a0_26);
+                    a0_27 = fmadd(wt, c27, a0_27);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w1));
-                    a0_25 = fmadd(wt0, c, a0_25);
-                    a1_25 = fmadd(wt1, c, a1_25);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w1));
-                    a0_26 = fmadd(wt0, c, a0_26);
-                    a1_26 = fmadd(wt1, c, a1_26);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w1));
-                    a0_27 = fmadd(wt0, c, a0_27);
-                    a1_27 = fmadd(wt1, c, a1_27);
+                    const V wt = set1(wts[1][t]);
+                    a1_24 = fmadd(wt, c24, a1_24);
+                    a1_25 = fmadd(wt, c25, a1_25);
+                    a1_26 = fmadd(wt, c26, a1_26);
+                    a1_27 = fmadd(wt, c27, a1_27);
                 }
             }
             store(ap + 192, a0_24);
@@ -644,28 +541,27 @@ static void tq_accumulate_d256_b2__neon_q2(const float* weights, size_t weight_s
             V a1_31 = load(ap + 504);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c28 = centroids0.lookup_field<3>(shr<24>(w1));
+                const V c29 = centroids0.lookup_field<3>(shr<26>(w1));
+                const V c30 = centroids0.lookup_field<3>(shr<28>(w1));
+                const V c31 = centroids0.lookup(shr<30>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w1));
-                    a0_28 = fmadd(wt0, c, a0_28);
-                    a1_28 = fmadd(wt1, c, a1_28);
+                    const V wt = set1(wts[0][t]);
+                    a0_28 = fmadd(wt, c28, a0_28);
+                    a0_29 = fmadd(wt, c29, a0_29);
+                    a0_30 = fmadd(wt, c30, a0_30);
+                    a0_31 = fmadd(wt, c31, a0_31);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w1));
-                    a0_29 = fmadd(wt0, c, a0_29);
-                    a1_29 = fmadd(wt1, c, a1_29);
-                }
-                {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w1));
-                    a0_30 = fmadd(wt0, c, a0_30);
-                    a1_30 = fmadd(wt1, c, a1_30);
-                }
-                {
-                    const V c = centroids0.lookup(shr<30>(w1));
-                    a0_31 = fmadd(wt0, c, a0_31);
-                    a1_31 = fmadd(wt1, c, a1_31);
+                    const V wt = set1(wts[1][t]);
+                    a1_28 = fmadd(wt, c28, a1_28);
+                    a1_29 = fmadd(wt, c29, a1_29);
+                    a1_30 = fmadd(wt, c30, a1_30);
+                    a1_31 = fmadd(wt, c31, a1_31);
                 }
             }
             store(ap + 224, a0_28);
@@ -744,21 +640,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -777,21 +678,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_3 = load(ap + 536);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -810,21 +716,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_5 = load(ap + 552);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -843,21 +754,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_7 = load(ap + 568);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -876,21 +792,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_9 = load(ap + 584);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
                 }
             }
             store(ap + 64, a0_8);
@@ -909,21 +830,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_11 = load(ap + 600);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
                 }
             }
             store(ap + 80, a0_10);
@@ -942,21 +868,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_13 = load(ap + 616);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
                 }
             }
             store(ap + 96, a0_12);
@@ -975,21 +906,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_15 = load(ap + 632);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                const V c15 = centroids0.lookup(shr<30>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
                 }
             }
             store(ap + 112, a0_14);
@@ -1008,21 +944,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_17 = load(ap + 648);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<3>(w1);
+                const V c17 = centroids0.lookup_field<3>(shr<2>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(w1);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                    a1_16 = fmadd(wt1, c, a1_16);
-                    a2_16 = fmadd(wt2, c, a2_16);
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                    a0_17 = fmadd(wt, c17, a0_17);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w1));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                    a1_17 = fmadd(wt1, c, a1_17);
-                    a2_17 = fmadd(wt2, c, a2_17);
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_16 = fmadd(wt, c16, a2_16);
+                    a2_17 = fmadd(wt, c17, a2_17);
                 }
             }
             store(ap + 128, a0_16);
@@ -1041,21 +982,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_19 = load(ap + 664);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c18 = centroids0.lookup_field<3>(shr<4>(w1));
+                const V c19 = centroids0.lookup_field<3>(shr<6>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w1));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                    a1_18 = fmadd(wt1, c, a1_18);
-                    a2_18 = fmadd(wt2, c, a2_18);
+                    const V wt = set1(wts[0][t]);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                    a0_19 = fmadd(wt, c19, a0_19);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w1));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                    a1_19 = fmadd(wt1, c, a1_19);
-                    a2_19 = fmadd(wt2, c, a2_19);
+                    const V wt = set1(wts[1][t]);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                    a1_19 = fmadd(wt, c19, a1_19);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_18 = fmadd(wt, c18, a2_18);
+                    a2_19 = fmadd(wt, c19, a2_19);
                 }
             }
             store(ap + 144, a0_18);
@@ -1074,21 +1020,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_21 = load(ap + 680);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<3>(shr<8>(w1));
+                const V c21 = centroids0.lookup_field<3>(shr<10>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w1));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                    a1_20 = fmadd(wt1, c, a1_20);
-                    a2_20 = fmadd(wt2, c, a2_20);
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                    a0_21 = fmadd(wt, c21, a0_21);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w1));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                    a1_21 = fmadd(wt1, c, a1_21);
-                    a2_21 = fmadd(wt2, c, a2_21);
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_20 = fmadd(wt, c20, a2_20);
+                    a2_21 = fmadd(wt, c21, a2_21);
                 }
             }
             store(ap + 160, a0_20);
@@ -1107,21 +1058,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_23 = load(ap + 696);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c22 = centroids0.lookup_field<3>(shr<12>(w1));
+                const V c23 = centroids0.lookup_field<3>(shr<14>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w1));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                    a1_22 = fmadd(wt1, c, a1_22);
-                    a2_22 = fmadd(wt2, c, a2_22);
+                    const V wt = set1(wts[0][t]);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                    a0_23 = fmadd(wt, c23, a0_23);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w1));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                    a1_23 = fmadd(wt1, c, a1_23);
-                    a2_23 = fmadd(wt2, c, a2_23);
+                    const V wt = set1(wts[1][t]);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                    a1_23 = fmadd(wt, c23, a1_23);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_22 = fmadd(wt, c22, a2_22);
+                    a2_23 = fmadd(wt, c23, a2_23);
                 }
             }
             store(ap + 176, a0_22);
@@ -1140,21 +1096,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_25 = load(ap + 712);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c24 = centroids0.lookup_field<3>(shr<16>(w1));
+                const V c25 = centroids0.lookup_field<3>(shr<18>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w1));
-                    a0_24 = fmadd(wt0, c, a0_24);
-                    a1_24 = fmadd(wt1, c, a1_24);
-                    a2_24 = fmadd(wt2, c, a2_24);
+                    const V wt = set1(wts[0][t]);
+                    a0_24 = fmadd(wt, c24, a0_24);
+                    a0_25 = fmadd(wt, c25, a0_25);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w1));
-                    a0_25 = fmadd(wt0, c, a0_25);
-                    a1_25 = fmadd(wt1, c, a1_25);
-                    a2_25 = fmadd(wt2, c, a2_25);
+                    const V wt = set1(wts[1][t]);
+                    a1_24 = fmadd(wt, c24, a1_24);
+                    a1_25 = fmadd(wt, c25, a1_25);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_24 = fmadd(wt, c24, a2_24);
+                    a2_25 = fmadd(wt, c25, a2_25);
                 }
             }
             store(ap + 192, a0_24);
@@ -1173,21 +1134,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_27 = load(ap + 728);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c26 = centroids0.lookup_field<3>(shr<20>(w1));
+                const V c27 = centroids0.lookup_field<3>(shr<22>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w1));
-                    a0_26 = fmadd(wt0, c, a0_26);
-                    a1_26 = fmadd(wt1, c, a1_26);
-                    a2_26 = fmadd(wt2, c, a2_26);
+                    const V wt = set1(wts[0][t]);
+                    a0_26 = fmadd(wt, c26, a0_26);
+                    a0_27 = fmadd(wt, c27, a0_27);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w1));
-                    a0_27 = fmadd(wt0, c, a0_27);
-                    a1_27 = fmadd(wt1, c, a1_27);
-                    a2_27 = fmadd(wt2, c, a2_27);
+                    const V wt = set1(wts[1][t]);
+                    a1_26 = fmadd(wt, c26, a1_26);
+                    a1_27 = fmadd(wt, c27, a1_27);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_26 = fmadd(wt, c26, a2_26);
+                    a2_27 = fmadd(wt, c27, a2_27);
                 }
             }
             store(ap + 208, a0_26);
@@ -1206,21 +1172,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_29 = load(ap + 744);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c28 = centroids0.lookup_field<3>(shr<24>(w1));
+                const V c29 = centroids0.lookup_field<3>(shr<26>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w1));
-                    a0_28 = fmadd(wt0, c, a0_28);
-                    a1_28 = fmadd(wt1, c, a1_28);
-                    a2_28 = fmadd(wt2, c, a2_28);
+                    const V wt = set1(wts[0][t]);
+                    a0_28 = fmadd(wt, c28, a0_28);
+                    a0_29 = fmadd(wt, c29, a0_29);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w1));
-                    a0_29 = fmadd(wt0, c, a0_29);
-                    a1_29 = fmadd(wt1, c, a1_29);
-                    a2_29 = fmadd(wt2, c, a2_29);
+                    const V wt = set1(wts[1][t]);
+                    a1_28 = fmadd(wt, c28, a1_28);
+                    a1_29 = fmadd(wt, c29, a1_29);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_28 = fmadd(wt, c28, a2_28);
+                    a2_29 = fmadd(wt, c29, a2_29);
                 }
             }
             store(ap + 224, a0_28);
@@ -1239,21 +1210,26 @@ static void tq_accumulate_d256_b2__neon_q3(const float* weights, size_t weight_s
             V a2_31 = load(ap + 760);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c30 = centroids0.lookup_field<3>(shr<28>(w1));
+                const V c31 = centroids0.lookup(shr<30>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w1));
-                    a0_30 = fmadd(wt0, c, a0_30);
-                    a1_30 = fmadd(wt1, c, a1_30);
-                    a2_30 = fmadd(wt2, c, a2_30);
+                    const V wt = set1(wts[0][t]);
+                    a0_30 = fmadd(wt, c30, a0_30);
+                    a0_31 = fmadd(wt, c31, a0_31);
                 }
                 {
-                    const V c = centroids0.lookup(shr<30>(w1));
-                    a0_31 = fmadd(wt0, c, a0_31);
-                    a1_31 = fmadd(wt1, c, a1_31);
-                    a2_31 = fmadd(wt2, c, a2_31);
+                    const V wt = set1(wts[1][t]);
+                    a1_30 = fmadd(wt, c30, a1_30);
+                    a1_31 = fmadd(wt, c31, a1_31);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_30 = fmadd(wt, c30, a2_30);
+                    a2_31 = fmadd(wt, c31, a2_31);
                 }
             }
             store(ap + 240, a0_30);
@@ -1332,24 +1308,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
                 prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -1372,24 +1355,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_3 = load(ap + 792);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -1412,24 +1402,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_5 = load(ap + 808);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
-                    a3_4 = fmadd(wt3, c, a3_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
-                    a3_5 = fmadd(wt3, c, a3_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -1452,24 +1449,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_7 = load(ap + 824);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
-                    a3_6 = fmadd(wt3, c, a3_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                    a3_7 = fmadd(wt3, c, a3_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -1492,24 +1496,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_9 = load(ap + 840);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w0));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
-                    a3_8 = fmadd(wt3, c, a3_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w0));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
-                    a3_9 = fmadd(wt3, c, a3_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                    a3_9 = fmadd(wt, c9, a3_9);
                 }
             }
             store(ap + 64, a0_8);
@@ -1532,24 +1543,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_11 = load(ap + 856);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w0));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
-                    a3_10 = fmadd(wt3, c, a3_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w0));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
-                    a3_11 = fmadd(wt3, c, a3_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                    a3_11 = fmadd(wt, c11, a3_11);
                 }
             }
             store(ap + 80, a0_10);
@@ -1572,24 +1590,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_13 = load(ap + 872);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w0));
-                    a0_12 = fmadd(wt0, c, a0_12);
-                    a1_12 = fmadd(wt1, c, a1_12);
-                    a2_12 = fmadd(wt2, c, a2_12);
-                    a3_12 = fmadd(wt3, c, a3_12);
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                    a0_13 = fmadd(wt, c13, a0_13);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w0));
-                    a0_13 = fmadd(wt0, c, a0_13);
-                    a1_13 = fmadd(wt1, c, a1_13);
-                    a2_13 = fmadd(wt2, c, a2_13);
-                    a3_13 = fmadd(wt3, c, a3_13);
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                    a3_13 = fmadd(wt, c13, a3_13);
                 }
             }
             store(ap + 96, a0_12);
@@ -1612,24 +1637,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_15 = load(ap + 888);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                const V c15 = centroids0.lookup(shr<30>(w0));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w0));
-                    a0_14 = fmadd(wt0, c, a0_14);
-                    a1_14 = fmadd(wt1, c, a1_14);
-                    a2_14 = fmadd(wt2, c, a2_14);
-                    a3_14 = fmadd(wt3, c, a3_14);
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                    a0_15 = fmadd(wt, c15, a0_15);
                 }
                 {
-                    const V c = centroids0.lookup(shr<30>(w0));
-                    a0_15 = fmadd(wt0, c, a0_15);
-                    a1_15 = fmadd(wt1, c, a1_15);
-                    a2_15 = fmadd(wt2, c, a2_15);
-                    a3_15 = fmadd(wt3, c, a3_15);
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                    a3_15 = fmadd(wt, c15, a3_15);
                 }
             }
             store(ap + 112, a0_14);
@@ -1652,24 +1684,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_17 = load(ap + 904);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<3>(w1);
+                const V c17 = centroids0.lookup_field<3>(shr<2>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(w1);
-                    a0_16 = fmadd(wt0, c, a0_16);
-                    a1_16 = fmadd(wt1, c, a1_16);
-                    a2_16 = fmadd(wt2, c, a2_16);
-                    a3_16 = fmadd(wt3, c, a3_16);
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                    a0_17 = fmadd(wt, c17, a0_17);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<2>(w1));
-                    a0_17 = fmadd(wt0, c, a0_17);
-                    a1_17 = fmadd(wt1, c, a1_17);
-                    a2_17 = fmadd(wt2, c, a2_17);
-                    a3_17 = fmadd(wt3, c, a3_17);
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_16 = fmadd(wt, c16, a2_16);
+                    a2_17 = fmadd(wt, c17, a2_17);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_16 = fmadd(wt, c16, a3_16);
+                    a3_17 = fmadd(wt, c17, a3_17);
                 }
             }
             store(ap + 128, a0_16);
@@ -1692,24 +1731,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_19 = load(ap + 920);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c18 = centroids0.lookup_field<3>(shr<4>(w1));
+                const V c19 = centroids0.lookup_field<3>(shr<6>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<4>(w1));
-                    a0_18 = fmadd(wt0, c, a0_18);
-                    a1_18 = fmadd(wt1, c, a1_18);
-                    a2_18 = fmadd(wt2, c, a2_18);
-                    a3_18 = fmadd(wt3, c, a3_18);
+                    const V wt = set1(wts[0][t]);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                    a0_19 = fmadd(wt, c19, a0_19);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<6>(w1));
-                    a0_19 = fmadd(wt0, c, a0_19);
-                    a1_19 = fmadd(wt1, c, a1_19);
-                    a2_19 = fmadd(wt2, c, a2_19);
-                    a3_19 = fmadd(wt3, c, a3_19);
+                    const V wt = set1(wts[1][t]);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                    a1_19 = fmadd(wt, c19, a1_19);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_18 = fmadd(wt, c18, a2_18);
+                    a2_19 = fmadd(wt, c19, a2_19);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_18 = fmadd(wt, c18, a3_18);
+                    a3_19 = fmadd(wt, c19, a3_19);
                 }
             }
             store(ap + 144, a0_18);
@@ -1732,24 +1778,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_21 = load(ap + 936);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<3>(shr<8>(w1));
+                const V c21 = centroids0.lookup_field<3>(shr<10>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<8>(w1));
-                    a0_20 = fmadd(wt0, c, a0_20);
-                    a1_20 = fmadd(wt1, c, a1_20);
-                    a2_20 = fmadd(wt2, c, a2_20);
-                    a3_20 = fmadd(wt3, c, a3_20);
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                    a0_21 = fmadd(wt, c21, a0_21);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<10>(w1));
-                    a0_21 = fmadd(wt0, c, a0_21);
-                    a1_21 = fmadd(wt1, c, a1_21);
-                    a2_21 = fmadd(wt2, c, a2_21);
-                    a3_21 = fmadd(wt3, c, a3_21);
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_20 = fmadd(wt, c20, a2_20);
+                    a2_21 = fmadd(wt, c21, a2_21);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_20 = fmadd(wt, c20, a3_20);
+                    a3_21 = fmadd(wt, c21, a3_21);
                 }
             }
             store(ap + 160, a0_20);
@@ -1772,24 +1825,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_23 = load(ap + 952);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c22 = centroids0.lookup_field<3>(shr<12>(w1));
+                const V c23 = centroids0.lookup_field<3>(shr<14>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<12>(w1));
-                    a0_22 = fmadd(wt0, c, a0_22);
-                    a1_22 = fmadd(wt1, c, a1_22);
-                    a2_22 = fmadd(wt2, c, a2_22);
-                    a3_22 = fmadd(wt3, c, a3_22);
+                    const V wt = set1(wts[0][t]);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                    a0_23 = fmadd(wt, c23, a0_23);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<14>(w1));
-                    a0_23 = fmadd(wt0, c, a0_23);
-                    a1_23 = fmadd(wt1, c, a1_23);
-                    a2_23 = fmadd(wt2, c, a2_23);
-                    a3_23 = fmadd(wt3, c, a3_23);
+                    const V wt = set1(wts[1][t]);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                    a1_23 = fmadd(wt, c23, a1_23);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_22 = fmadd(wt, c22, a2_22);
+                    a2_23 = fmadd(wt, c23, a2_23);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_22 = fmadd(wt, c22, a3_22);
+                    a3_23 = fmadd(wt, c23, a3_23);
                 }
             }
             store(ap + 176, a0_22);
@@ -1812,24 +1872,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_25 = load(ap + 968);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c24 = centroids0.lookup_field<3>(shr<16>(w1));
+                const V c25 = centroids0.lookup_field<3>(shr<18>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<16>(w1));
-                    a0_24 = fmadd(wt0, c, a0_24);
-                    a1_24 = fmadd(wt1, c, a1_24);
-                    a2_24 = fmadd(wt2, c, a2_24);
-                    a3_24 = fmadd(wt3, c, a3_24);
+                    const V wt = set1(wts[0][t]);
+                    a0_24 = fmadd(wt, c24, a0_24);
+                    a0_25 = fmadd(wt, c25, a0_25);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<18>(w1));
-                    a0_25 = fmadd(wt0, c, a0_25);
-                    a1_25 = fmadd(wt1, c, a1_25);
-                    a2_25 = fmadd(wt2, c, a2_25);
-                    a3_25 = fmadd(wt3, c, a3_25);
+                    const V wt = set1(wts[1][t]);
+                    a1_24 = fmadd(wt, c24, a1_24);
+                    a1_25 = fmadd(wt, c25, a1_25);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_24 = fmadd(wt, c24, a2_24);
+                    a2_25 = fmadd(wt, c25, a2_25);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_24 = fmadd(wt, c24, a3_24);
+                    a3_25 = fmadd(wt, c25, a3_25);
                 }
             }
             store(ap + 192, a0_24);
@@ -1852,24 +1919,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_27 = load(ap + 984);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c26 = centroids0.lookup_field<3>(shr<20>(w1));
+                const V c27 = centroids0.lookup_field<3>(shr<22>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<20>(w1));
-                    a0_26 = fmadd(wt0, c, a0_26);
-                    a1_26 = fmadd(wt1, c, a1_26);
-                    a2_26 = fmadd(wt2, c, a2_26);
-                    a3_26 = fmadd(wt3, c, a3_26);
+                    const V wt = set1(wts[0][t]);
+                    a0_26 = fmadd(wt, c26, a0_26);
+                    a0_27 = fmadd(wt, c27, a0_27);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<22>(w1));
-                    a0_27 = fmadd(wt0, c, a0_27);
-                    a1_27 = fmadd(wt1, c, a1_27);
-                    a2_27 = fmadd(wt2, c, a2_27);
-                    a3_27 = fmadd(wt3, c, a3_27);
+                    const V wt = set1(wts[1][t]);
+                    a1_26 = fmadd(wt, c26, a1_26);
+                    a1_27 = fmadd(wt, c27, a1_27);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_26 = fmadd(wt, c26, a2_26);
+                    a2_27 = fmadd(wt, c27, a2_27);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_26 = fmadd(wt, c26, a3_26);
+                    a3_27 = fmadd(wt, c27, a3_27);
                 }
             }
             store(ap + 208, a0_26);
@@ -1892,24 +1966,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_29 = load(ap + 1000);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c28 = centroids0.lookup_field<3>(shr<24>(w1));
+                const V c29 = centroids0.lookup_field<3>(shr<26>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<24>(w1));
-                    a0_28 = fmadd(wt0, c, a0_28);
-                    a1_28 = fmadd(wt1, c, a1_28);
-                    a2_28 = fmadd(wt2, c, a2_28);
-                    a3_28 = fmadd(wt3, c, a3_28);
+                    const V wt = set1(wts[0][t]);
+                    a0_28 = fmadd(wt, c28, a0_28);
+                    a0_29 = fmadd(wt, c29, a0_29);
                 }
                 {
-                    const V c = centroids0.lookup_field<3>(shr<26>(w1));
-                    a0_29 = fmadd(wt0, c, a0_29);
-                    a1_29 = fmadd(wt1, c, a1_29);
-                    a2_29 = fmadd(wt2, c, a2_29);
-                    a3_29 = fmadd(wt3, c, a3_29);
+                    const V wt = set1(wts[1][t]);
+                    a1_28 = fmadd(wt, c28, a1_28);
+                    a1_29 = fmadd(wt, c29, a1_29);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_28 = fmadd(wt, c28, a2_28);
+                    a2_29 = fmadd(wt, c29, a2_29);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_28 = fmadd(wt, c28, a3_28);
+                    a3_29 = fmadd(wt, c29, a3_29);
                 }
             }
             store(ap + 224, a0_28);
@@ -1932,24 +2013,31 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
             V a3_31 = load(ap + 1016);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 64;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c30 = centroids0.lookup_field<3>(shr<28>(w1));
+                const V c31 = centroids0.lookup(shr<30>(w1));
                 {
-                    const V c = centroids0.lookup_field<3>(shr<28>(w1));
-                    a0_30 = fmadd(wt0, c, a0_30);
-                    a1_30 = fmadd(wt1, c, a1_30);
-                    a2_30 = fmadd(wt2, c, a2_30);
-                    a3_30 = fmadd(wt3, c, a3_30);
+                    const V wt = set1(wts[0][t]);
+                    a0_30 = fmadd(wt, c30, a0_30);
+                    a0_31 = fmadd(wt, c31, a0_31);
                 }
                 {
-                    const V c = centroids0.lookup(shr<30>(w1));
-                    a0_31 = fmadd(wt0, c, a0_31);
-                    a1_31 = fmadd(wt1, c, a1_31);
-                    a2_31 = fmadd(wt2, c, a2_31);
-                    a3_31 = fmadd(wt3, c, a3_31);
+                    const V wt = set1(wts[1][t]);
+                    a1_30 = fmadd(wt, c30, a1_30);
+                    a1_31 = fmadd(wt, c31, a1_31);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_30 = fmadd(wt, c30, a2_30);
+                    a2_31 = fmadd(wt, c31, a2_31);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_30 = fmadd(wt, c30, a3_30);
+                    a3_31 = fmadd(wt, c31, a3_31);
                 }
             }
             store(ap + 240, a0_30);
@@ -1966,7 +2054,1921 @@ static void tq_accumulate_d256_b2__neon_q4(const float* weights, size_t weight_s
         for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 64 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 32 passes over the block with 1 of each query's
+// 32 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d256_b2__neon_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
+    const Table<4> centroids0(cb0::kCentroids);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[256] = {
+        0, 4, 8, 12, 16, 20, 24, 28,
+        64, 68, 72, 76, 80, 84, 88, 92,
+        128, 132, 136, 140, 144, 148, 152, 156,
+        192, 196, 200, 204, 208, 212, 216, 220,
+        1, 5, 9, 13, 17, 21, 25, 29,
+        65, 69, 73, 77, 81, 85, 89, 93,
+        129, 133, 137, 141, 145, 149, 153, 157,
+        193, 197, 201, 205, 209, 213, 217, 221,
+        2, 6, 10, 14, 18, 22, 26, 30,
+        66, 70, 74, 78, 82, 86, 90, 94,
+        130, 134, 138, 142, 146, 150, 154, 158,
+        194, 198, 202, 206, 210, 214, 218, 222,
+        3, 7, 11, 15, 19, 23, 27, 31,
+        67, 71, 75, 79, 83, 87, 91, 95,
+        131, 135, 139, 143, 147, 151, 155, 159,
+        195, 199, 203, 207, 211, 215, 219, 223,
+        32, 36, 40, 44, 48, 52, 56, 60,
+        96, 100, 104, 108, 112, 116, 120, 124,
+        160, 164, 168, 172, 176, 180, 184, 188,
+        224, 228, 232, 236, 240, 244, 248, 252,
+        33, 37, 41, 45, 49, 53, 57, 61,
+        97, 101, 105, 109, 113, 117, 121, 125,
+        161, 165, 169, 173, 177, 181, 185, 189,
+        225, 229, 233, 237, 241, 245, 249, 253,
+        34, 38, 42, 46, 50, 54, 58, 62,
+        98, 102, 106, 110, 114, 118, 122, 126,
+        162, 166, 170, 174, 178, 182, 186, 190,
+        226, 230, 234, 238, 242, 246, 250, 254,
+        35, 39, 43, 47, 51, 55, 59, 63,
+        99, 103, 107, 111, 115, 119, 123, 127,
+        163, 167, 171, 175, 179, 183, 187, 191,
+        227, 231, 235, 239, 243, 247, 251, 255,
+    };
+    alignas(64) float ap[2048];  // the accumulators in lane order
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a1_0 = load(ap + 256);
+            V a2_0 = load(ap + 512);
+            V a3_0 = load(ap + 768);
+            V a4_0 = load(ap + 1024);
+            V a5_0 = load(ap + 1280);
+            V a6_0 = load(ap + 1536);
+            V a7_0 = load(ap + 1792);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<3>(w0);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                }
+            }
+            store(ap + 0, a0_0);
+            store(ap + 256, a1_0);
+            store(ap + 512, a2_0);
+            store(ap + 768, a3_0);
+            store(ap + 1024, a4_0);
+            store(ap + 1280, a5_0);
+            store(ap + 1536, a6_0);
+            store(ap + 1792, a7_0);
+        }
+        {
+            V a0_1 = load(ap + 8);
+            V a1_1 = load(ap + 264);
+            V a2_1 = load(ap + 520);
+            V a3_1 = load(ap + 776);
+            V a4_1 = load(ap + 1032);
+            V a5_1 = load(ap + 1288);
+            V a6_1 = load(ap + 1544);
+            V a7_1 = load(ap + 1800);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c1 = centroids0.lookup_field<3>(shr<2>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(ap + 8, a0_1);
+            store(ap + 264, a1_1);
+            store(ap + 520, a2_1);
+            store(ap + 776, a3_1);
+            store(ap + 1032, a4_1);
+            store(ap + 1288, a5_1);
+            store(ap + 1544, a6_1);
+            store(ap + 1800, a7_1);
+        }
+        {
+            V a0_2 = load(ap + 16);
+            V a1_2 = load(ap + 272);
+            V a2_2 = load(ap + 528);
+            V a3_2 = load(ap + 784);
+            V a4_2 = load(ap + 1040);
+            V a5_2 = load(ap + 1296);
+            V a6_2 = load(ap + 1552);
+            V a7_2 = load(ap + 1808);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<3>(shr<4>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                }
+            }
+            store(ap + 16, a0_2);
+            store(ap + 272, a1_2);
+            store(ap + 528, a2_2);
+            store(ap + 784, a3_2);
+            store(ap + 1040, a4_2);
+            store(ap + 1296, a5_2);
+            store(ap + 1552, a6_2);
+            store(ap + 1808, a7_2);
+        }
+        {
+            V a0_3 = load(ap + 24);
+            V a1_3 = load(ap + 280);
+            V a2_3 = load(ap + 536);
+            V a3_3 = load(ap + 792);
+            V a4_3 = load(ap + 1048);
+            V a5_3 = load(ap + 1304);
+            V a6_3 = load(ap + 1560);
+            V a7_3 = load(ap + 1816);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c3 = centroids0.lookup_field<3>(shr<6>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(ap + 24, a0_3);
+            store(ap + 280, a1_3);
+            store(ap + 536, a2_3);
+            store(ap + 792, a3_3);
+            store(ap + 1048, a4_3);
+            store(ap + 1304, a5_3);
+            store(ap + 1560, a6_3);
+            store(ap + 1816, a7_3);
+        }
+        {
+            V a0_4 = load(ap + 32);
+            V a1_4 = load(ap + 288);
+            V a2_4 = load(ap + 544);
+            V a3_4 = load(ap + 800);
+            V a4_4 = load(ap + 1056);
+            V a5_4 = load(ap + 1312);
+            V a6_4 = load(ap + 1568);
+            V a7_4 = load(ap + 1824);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<3>(shr<8>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_4 = fmadd(wt, c4, a4_4);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_4 = fmadd(wt, c4, a5_4);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_4 = fmadd(wt, c4, a6_4);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_4 = fmadd(wt, c4, a7_4);
+                }
+            }
+            store(ap + 32, a0_4);
+            store(ap + 288, a1_4);
+            store(ap + 544, a2_4);
+            store(ap + 800, a3_4);
+            store(ap + 1056, a4_4);
+            store(ap + 1312, a5_4);
+            store(ap + 1568, a6_4);
+            store(ap + 1824, a7_4);
+        }
+        {
+            V a0_5 = load(ap + 40);
+            V a1_5 = load(ap + 296);
+            V a2_5 = load(ap + 552);
+            V a3_5 = load(ap + 808);
+            V a4_5 = load(ap + 1064);
+            V a5_5 = load(ap + 1320);
+            V a6_5 = load(ap + 1576);
+            V a7_5 = load(ap + 1832);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c5 = centroids0.lookup_field<3>(shr<10>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_5 = fmadd(wt, c5, a4_5);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_5 = fmadd(wt, c5, a5_5);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_5 = fmadd(wt, c5, a6_5);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_5 = fmadd(wt, c5, a7_5);
+                }
+            }
+            store(ap + 40, a0_5);
+            store(ap + 296, a1_5);
+            store(ap + 552, a2_5);
+            store(ap + 808, a3_5);
+            store(ap + 1064, a4_5);
+            store(ap + 1320, a5_5);
+            store(ap + 1576, a6_5);
+            store(ap + 1832, a7_5);
+        }
+        {
+            V a0_6 = load(ap + 48);
+            V a1_6 = load(ap + 304);
+            V a2_6 = load(ap + 560);
+            V a3_6 = load(ap + 816);
+            V a4_6 = load(ap + 1072);
+            V a5_6 = load(ap + 1328);
+            V a6_6 = load(ap + 1584);
+            V a7_6 = load(ap + 1840);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<3>(shr<12>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_6 = fmadd(wt, c6, a4_6);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_6 = fmadd(wt, c6, a5_6);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_6 = fmadd(wt, c6, a6_6);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_6 = fmadd(wt, c6, a7_6);
+                }
+            }
+            store(ap + 48, a0_6);
+            store(ap + 304, a1_6);
+            store(ap + 560, a2_6);
+            store(ap + 816, a3_6);
+            store(ap + 1072, a4_6);
+            store(ap + 1328, a5_6);
+            store(ap + 1584, a6_6);
+            store(ap + 1840, a7_6);
+        }
+        {
+            V a0_7 = load(ap + 56);
+            V a1_7 = load(ap + 312);
+            V a2_7 = load(ap + 568);
+            V a3_7 = load(ap + 824);
+            V a4_7 = load(ap + 1080);
+            V a5_7 = load(ap + 1336);
+            V a6_7 = load(ap + 1592);
+            V a7_7 = load(ap + 1848);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c7 = centroids0.lookup_field<3>(shr<14>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_7 = fmadd(wt, c7, a3_7);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_7 = fmadd(wt, c7, a4_7);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_7 = fmadd(wt, c7, a5_7);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_7 = fmadd(wt, c7, a6_7);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_7 = fmadd(wt, c7, a7_7);
+                }
+            }
+            store(ap + 56, a0_7);
+            store(ap + 312, a1_7);
+            store(ap + 568, a2_7);
+            store(ap + 824, a3_7);
+            store(ap + 1080, a4_7);
+            store(ap + 1336, a5_7);
+            store(ap + 1592, a6_7);
+            store(ap + 1848, a7_7);
+        }
+        {
+            V a0_8 = load(ap + 64);
+            V a1_8 = load(ap + 320);
+            V a2_8 = load(ap + 576);
+            V a3_8 = load(ap + 832);
+            V a4_8 = load(ap + 1088);
+            V a5_8 = load(ap + 1344);
+            V a6_8 = load(ap + 1600);
+            V a7_8 = load(ap + 1856);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup_field<3>(shr<16>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_8 = fmadd(wt, c8, a4_8);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_8 = fmadd(wt, c8, a5_8);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_8 = fmadd(wt, c8, a6_8);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_8 = fmadd(wt, c8, a7_8);
+                }
+            }
+            store(ap + 64, a0_8);
+            store(ap + 320, a1_8);
+            store(ap + 576, a2_8);
+            store(ap + 832, a3_8);
+            store(ap + 1088, a4_8);
+            store(ap + 1344, a5_8);
+            store(ap + 1600, a6_8);
+            store(ap + 1856, a7_8);
+        }
+        {
+            V a0_9 = load(ap + 72);
+            V a1_9 = load(ap + 328);
+            V a2_9 = load(ap + 584);
+            V a3_9 = load(ap + 840);
+            V a4_9 = load(ap + 1096);
+            V a5_9 = load(ap + 1352);
+            V a6_9 = load(ap + 1608);
+            V a7_9 = load(ap + 1864);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c9 = centroids0.lookup_field<3>(shr<18>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_9 = fmadd(wt, c9, a3_9);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_9 = fmadd(wt, c9, a4_9);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_9 = fmadd(wt, c9, a5_9);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_9 = fmadd(wt, c9, a6_9);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_9 = fmadd(wt, c9, a7_9);
+                }
+            }
+            store(ap + 72, a0_9);
+            store(ap + 328, a1_9);
+            store(ap + 584, a2_9);
+            store(ap + 840, a3_9);
+            store(ap + 1096, a4_9);
+            store(ap + 1352, a5_9);
+            store(ap + 1608, a6_9);
+            store(ap + 1864, a7_9);
+        }
+        {
+            V a0_10 = load(ap + 80);
+            V a1_10 = load(ap + 336);
+            V a2_10 = load(ap + 592);
+            V a3_10 = load(ap + 848);
+            V a4_10 = load(ap + 1104);
+            V a5_10 = load(ap + 1360);
+            V a6_10 = load(ap + 1616);
+            V a7_10 = load(ap + 1872);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup_field<3>(shr<20>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_10 = fmadd(wt, c10, a4_10);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_10 = fmadd(wt, c10, a5_10);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_10 = fmadd(wt, c10, a6_10);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_10 = fmadd(wt, c10, a7_10);
+                }
+            }
+            store(ap + 80, a0_10);
+            store(ap + 336, a1_10);
+            store(ap + 592, a2_10);
+            store(ap + 848, a3_10);
+            store(ap + 1104, a4_10);
+            store(ap + 1360, a5_10);
+            store(ap + 1616, a6_10);
+            store(ap + 1872, a7_10);
+        }
+        {
+            V a0_11 = load(ap + 88);
+            V a1_11 = load(ap + 344);
+            V a2_11 = load(ap + 600);
+            V a3_11 = load(ap + 856);
+            V a4_11 = load(ap + 1112);
+            V a5_11 = load(ap + 1368);
+            V a6_11 = load(ap + 1624);
+            V a7_11 = load(ap + 1880);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c11 = centroids0.lookup_field<3>(shr<22>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_11 = fmadd(wt, c11, a3_11);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_11 = fmadd(wt, c11, a4_11);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_11 = fmadd(wt, c11, a5_11);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_11 = fmadd(wt, c11, a6_11);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_11 = fmadd(wt, c11, a7_11);
+                }
+            }
+            store(ap + 88, a0_11);
+            store(ap + 344, a1_11);
+            store(ap + 600, a2_11);
+            store(ap + 856, a3_11);
+            store(ap + 1112, a4_11);
+            store(ap + 1368, a5_11);
+            store(ap + 1624, a6_11);
+            store(ap + 1880, a7_11);
+        }
+        {
+            V a0_12 = load(ap + 96);
+            V a1_12 = load(ap + 352);
+            V a2_12 = load(ap + 608);
+            V a3_12 = load(ap + 864);
+            V a4_12 = load(ap + 1120);
+            V a5_12 = load(ap + 1376);
+            V a6_12 = load(ap + 1632);
+            V a7_12 = load(ap + 1888);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c12 = centroids0.lookup_field<3>(shr<24>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_12 = fmadd(wt, c12, a0_12);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_12 = fmadd(wt, c12, a1_12);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_12 = fmadd(wt, c12, a2_12);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_12 = fmadd(wt, c12, a3_12);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_12 = fmadd(wt, c12, a4_12);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_12 = fmadd(wt, c12, a5_12);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_12 = fmadd(wt, c12, a6_12);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_12 = fmadd(wt, c12, a7_12);
+                }
+            }
+            store(ap + 96, a0_12);
+            store(ap + 352, a1_12);
+            store(ap + 608, a2_12);
+            store(ap + 864, a3_12);
+            store(ap + 1120, a4_12);
+            store(ap + 1376, a5_12);
+            store(ap + 1632, a6_12);
+            store(ap + 1888, a7_12);
+        }
+        {
+            V a0_13 = load(ap + 104);
+            V a1_13 = load(ap + 360);
+            V a2_13 = load(ap + 616);
+            V a3_13 = load(ap + 872);
+            V a4_13 = load(ap + 1128);
+            V a5_13 = load(ap + 1384);
+            V a6_13 = load(ap + 1640);
+            V a7_13 = load(ap + 1896);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c13 = centroids0.lookup_field<3>(shr<26>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_13 = fmadd(wt, c13, a0_13);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_13 = fmadd(wt, c13, a1_13);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_13 = fmadd(wt, c13, a2_13);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_13 = fmadd(wt, c13, a3_13);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_13 = fmadd(wt, c13, a4_13);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_13 = fmadd(wt, c13, a5_13);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_13 = fmadd(wt, c13, a6_13);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_13 = fmadd(wt, c13, a7_13);
+                }
+            }
+            store(ap + 104, a0_13);
+            store(ap + 360, a1_13);
+            store(ap + 616, a2_13);
+            store(ap + 872, a3_13);
+            store(ap + 1128, a4_13);
+            store(ap + 1384, a5_13);
+            store(ap + 1640, a6_13);
+            store(ap + 1896, a7_13);
+        }
+        {
+            V a0_14 = load(ap + 112);
+            V a1_14 = load(ap + 368);
+            V a2_14 = load(ap + 624);
+            V a3_14 = load(ap + 880);
+            V a4_14 = load(ap + 1136);
+            V a5_14 = load(ap + 1392);
+            V a6_14 = load(ap + 1648);
+            V a7_14 = load(ap + 1904);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c14 = centroids0.lookup_field<3>(shr<28>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_14 = fmadd(wt, c14, a0_14);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_14 = fmadd(wt, c14, a1_14);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_14 = fmadd(wt, c14, a2_14);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_14 = fmadd(wt, c14, a3_14);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_14 = fmadd(wt, c14, a4_14);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_14 = fmadd(wt, c14, a5_14);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_14 = fmadd(wt, c14, a6_14);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_14 = fmadd(wt, c14, a7_14);
+                }
+            }
+            store(ap + 112, a0_14);
+            store(ap + 368, a1_14);
+            store(ap + 624, a2_14);
+            store(ap + 880, a3_14);
+            store(ap + 1136, a4_14);
+            store(ap + 1392, a5_14);
+            store(ap + 1648, a6_14);
+            store(ap + 1904, a7_14);
+        }
+        {
+            V a0_15 = load(ap + 120);
+            V a1_15 = load(ap + 376);
+            V a2_15 = load(ap + 632);
+            V a3_15 = load(ap + 888);
+            V a4_15 = load(ap + 1144);
+            V a5_15 = load(ap + 1400);
+            V a6_15 = load(ap + 1656);
+            V a7_15 = load(ap + 1912);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c15 = centroids0.lookup(shr<30>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_15 = fmadd(wt, c15, a0_15);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_15 = fmadd(wt, c15, a1_15);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_15 = fmadd(wt, c15, a2_15);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_15 = fmadd(wt, c15, a3_15);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_15 = fmadd(wt, c15, a4_15);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_15 = fmadd(wt, c15, a5_15);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_15 = fmadd(wt, c15, a6_15);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_15 = fmadd(wt, c15, a7_15);
+                }
+            }
+            store(ap + 120, a0_15);
+            store(ap + 376, a1_15);
+            store(ap + 632, a2_15);
+            store(ap + 888, a3_15);
+            store(ap + 1144, a4_15);
+            store(ap + 1400, a5_15);
+            store(ap + 1656, a6_15);
+            store(ap + 1912, a7_15);
+        }
+        {
+            V a0_16 = load(ap + 128);
+            V a1_16 = load(ap + 384);
+            V a2_16 = load(ap + 640);
+            V a3_16 = load(ap + 896);
+            V a4_16 = load(ap + 1152);
+            V a5_16 = load(ap + 1408);
+            V a6_16 = load(ap + 1664);
+            V a7_16 = load(ap + 1920);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c16 = centroids0.lookup_field<3>(w1);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_16 = fmadd(wt, c16, a0_16);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_16 = fmadd(wt, c16, a1_16);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_16 = fmadd(wt, c16, a2_16);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_16 = fmadd(wt, c16, a3_16);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_16 = fmadd(wt, c16, a4_16);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_16 = fmadd(wt, c16, a5_16);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_16 = fmadd(wt, c16, a6_16);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_16 = fmadd(wt, c16, a7_16);
+                }
+            }
+            store(ap + 128, a0_16);
+            store(ap + 384, a1_16);
+            store(ap + 640, a2_16);
+            store(ap + 896, a3_16);
+            store(ap + 1152, a4_16);
+            store(ap + 1408, a5_16);
+            store(ap + 1664, a6_16);
+            store(ap + 1920, a7_16);
+        }
+        {
+            V a0_17 = load(ap + 136);
+            V a1_17 = load(ap + 392);
+            V a2_17 = load(ap + 648);
+            V a3_17 = load(ap + 904);
+            V a4_17 = load(ap + 1160);
+            V a5_17 = load(ap + 1416);
+            V a6_17 = load(ap + 1672);
+            V a7_17 = load(ap + 1928);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c17 = centroids0.lookup_field<3>(shr<2>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_17 = fmadd(wt, c17, a0_17);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_17 = fmadd(wt, c17, a1_17);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_17 = fmadd(wt, c17, a2_17);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_17 = fmadd(wt, c17, a3_17);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_17 = fmadd(wt, c17, a4_17);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_17 = fmadd(wt, c17, a5_17);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_17 = fmadd(wt, c17, a6_17);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_17 = fmadd(wt, c17, a7_17);
+                }
+            }
+            store(ap + 136, a0_17);
+            store(ap + 392, a1_17);
+            store(ap + 648, a2_17);
+            store(ap + 904, a3_17);
+            store(ap + 1160, a4_17);
+            store(ap + 1416, a5_17);
+            store(ap + 1672, a6_17);
+            store(ap + 1928, a7_17);
+        }
+        {
+            V a0_18 = load(ap + 144);
+            V a1_18 = load(ap + 400);
+            V a2_18 = load(ap + 656);
+            V a3_18 = load(ap + 912);
+            V a4_18 = load(ap + 1168);
+            V a5_18 = load(ap + 1424);
+            V a6_18 = load(ap + 1680);
+            V a7_18 = load(ap + 1936);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c18 = centroids0.lookup_field<3>(shr<4>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_18 = fmadd(wt, c18, a0_18);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_18 = fmadd(wt, c18, a1_18);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_18 = fmadd(wt, c18, a2_18);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_18 = fmadd(wt, c18, a3_18);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_18 = fmadd(wt, c18, a4_18);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_18 = fmadd(wt, c18, a5_18);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_18 = fmadd(wt, c18, a6_18);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_18 = fmadd(wt, c18, a7_18);
+                }
+            }
+            store(ap + 144, a0_18);
+            store(ap + 400, a1_18);
+            store(ap + 656, a2_18);
+            store(ap + 912, a3_18);
+            store(ap + 1168, a4_18);
+            store(ap + 1424, a5_18);
+            store(ap + 1680, a6_18);
+            store(ap + 1936, a7_18);
+        }
+        {
+            V a0_19 = load(ap + 152);
+            V a1_19 = load(ap + 408);
+            V a2_19 = load(ap + 664);
+            V a3_19 = load(ap + 920);
+            V a4_19 = load(ap + 1176);
+            V a5_19 = load(ap + 1432);
+            V a6_19 = load(ap + 1688);
+            V a7_19 = load(ap + 1944);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c19 = centroids0.lookup_field<3>(shr<6>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_19 = fmadd(wt, c19, a0_19);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_19 = fmadd(wt, c19, a1_19);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_19 = fmadd(wt, c19, a2_19);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_19 = fmadd(wt, c19, a3_19);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_19 = fmadd(wt, c19, a4_19);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_19 = fmadd(wt, c19, a5_19);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_19 = fmadd(wt, c19, a6_19);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_19 = fmadd(wt, c19, a7_19);
+                }
+            }
+            store(ap + 152, a0_19);
+            store(ap + 408, a1_19);
+            store(ap + 664, a2_19);
+            store(ap + 920, a3_19);
+            store(ap + 1176, a4_19);
+            store(ap + 1432, a5_19);
+            store(ap + 1688, a6_19);
+            store(ap + 1944, a7_19);
+        }
+        {
+            V a0_20 = load(ap + 160);
+            V a1_20 = load(ap + 416);
+            V a2_20 = load(ap + 672);
+            V a3_20 = load(ap + 928);
+            V a4_20 = load(ap + 1184);
+            V a5_20 = load(ap + 1440);
+            V a6_20 = load(ap + 1696);
+            V a7_20 = load(ap + 1952);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c20 = centroids0.lookup_field<3>(shr<8>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_20 = fmadd(wt, c20, a0_20);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_20 = fmadd(wt, c20, a1_20);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_20 = fmadd(wt, c20, a2_20);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_20 = fmadd(wt, c20, a3_20);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_20 = fmadd(wt, c20, a4_20);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_20 = fmadd(wt, c20, a5_20);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_20 = fmadd(wt, c20, a6_20);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_20 = fmadd(wt, c20, a7_20);
+                }
+            }
+            store(ap + 160, a0_20);
+            store(ap + 416, a1_20);
+            store(ap + 672, a2_20);
+            store(ap + 928, a3_20);
+            store(ap + 1184, a4_20);
+            store(ap + 1440, a5_20);
+            store(ap + 1696, a6_20);
+            store(ap + 1952, a7_20);
+        }
+        {
+            V a0_21 = load(ap + 168);
+            V a1_21 = load(ap + 424);
+            V a2_21 = load(ap + 680);
+            V a3_21 = load(ap + 936);
+            V a4_21 = load(ap + 1192);
+            V a5_21 = load(ap + 1448);
+            V a6_21 = load(ap + 1704);
+            V a7_21 = load(ap + 1960);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c21 = centroids0.lookup_field<3>(shr<10>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_21 = fmadd(wt, c21, a0_21);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_21 = fmadd(wt, c21, a1_21);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_21 = fmadd(wt, c21, a2_21);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_21 = fmadd(wt, c21, a3_21);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_21 = fmadd(wt, c21, a4_21);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_21 = fmadd(wt, c21, a5_21);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_21 = fmadd(wt, c21, a6_21);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_21 = fmadd(wt, c21, a7_21);
+                }
+            }
+            store(ap + 168, a0_21);
+            store(ap + 424, a1_21);
+            store(ap + 680, a2_21);
+            store(ap + 936, a3_21);
+            store(ap + 1192, a4_21);
+            store(ap + 1448, a5_21);
+            store(ap + 1704, a6_21);
+            store(ap + 1960, a7_21);
+        }
+        {
+            V a0_22 = load(ap + 176);
+            V a1_22 = load(ap + 432);
+            V a2_22 = load(ap + 688);
+            V a3_22 = load(ap + 944);
+            V a4_22 = load(ap + 1200);
+            V a5_22 = load(ap + 1456);
+            V a6_22 = load(ap + 1712);
+            V a7_22 = load(ap + 1968);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c22 = centroids0.lookup_field<3>(shr<12>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_22 = fmadd(wt, c22, a0_22);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_22 = fmadd(wt, c22, a1_22);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_22 = fmadd(wt, c22, a2_22);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_22 = fmadd(wt, c22, a3_22);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_22 = fmadd(wt, c22, a4_22);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_22 = fmadd(wt, c22, a5_22);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_22 = fmadd(wt, c22, a6_22);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_22 = fmadd(wt, c22, a7_22);
+                }
+            }
+            store(ap + 176, a0_22);
+            store(ap + 432, a1_22);
+            store(ap + 688, a2_22);
+            store(ap + 944, a3_22);
+            store(ap + 1200, a4_22);
+            store(ap + 1456, a5_22);
+            store(ap + 1712, a6_22);
+            store(ap + 1968, a7_22);
+        }
+        {
+            V a0_23 = load(ap + 184);
+            V a1_23 = load(ap + 440);
+            V a2_23 = load(ap + 696);
+            V a3_23 = load(ap + 952);
+            V a4_23 = load(ap + 1208);
+            V a5_23 = load(ap + 1464);
+            V a6_23 = load(ap + 1720);
+            V a7_23 = load(ap + 1976);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c23 = centroids0.lookup_field<3>(shr<14>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_23 = fmadd(wt, c23, a0_23);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_23 = fmadd(wt, c23, a1_23);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_23 = fmadd(wt, c23, a2_23);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_23 = fmadd(wt, c23, a3_23);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_23 = fmadd(wt, c23, a4_23);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_23 = fmadd(wt, c23, a5_23);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_23 = fmadd(wt, c23, a6_23);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_23 = fmadd(wt, c23, a7_23);
+                }
+            }
+            store(ap + 184, a0_23);
+            store(ap + 440, a1_23);
+            store(ap + 696, a2_23);
+            store(ap + 952, a3_23);
+            store(ap + 1208, a4_23);
+            store(ap + 1464, a5_23);
+            store(ap + 1720, a6_23);
+            store(ap + 1976, a7_23);
+        }
+        {
+            V a0_24 = load(ap + 192);
+            V a1_24 = load(ap + 448);
+            V a2_24 = load(ap + 704);
+            V a3_24 = load(ap + 960);
+            V a4_24 = load(ap + 1216);
+            V a5_24 = load(ap + 1472);
+            V a6_24 = load(ap + 1728);
+            V a7_24 = load(ap + 1984);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c24 = centroids0.lookup_field<3>(shr<16>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_24 = fmadd(wt, c24, a0_24);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_24 = fmadd(wt, c24, a1_24);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_24 = fmadd(wt, c24, a2_24);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_24 = fmadd(wt, c24, a3_24);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_24 = fmadd(wt, c24, a4_24);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_24 = fmadd(wt, c24, a5_24);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_24 = fmadd(wt, c24, a6_24);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_24 = fmadd(wt, c24, a7_24);
+                }
+            }
+            store(ap + 192, a0_24);
+            store(ap + 448, a1_24);
+            store(ap + 704, a2_24);
+            store(ap + 960, a3_24);
+            store(ap + 1216, a4_24);
+            store(ap + 1472, a5_24);
+            store(ap + 1728, a6_24);
+            store(ap + 1984, a7_24);
+        }
+        {
+            V a0_25 = load(ap + 200);
+            V a1_25 = load(ap + 456);
+            V a2_25 = load(ap + 712);
+            V a3_25 = load(ap + 968);
+            V a4_25 = load(ap + 1224);
+            V a5_25 = load(ap + 1480);
+            V a6_25 = load(ap + 1736);
+            V a7_25 = load(ap + 1992);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c25 = centroids0.lookup_field<3>(shr<18>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_25 = fmadd(wt, c25, a0_25);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_25 = fmadd(wt, c25, a1_25);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_25 = fmadd(wt, c25, a2_25);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_25 = fmadd(wt, c25, a3_25);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_25 = fmadd(wt, c25, a4_25);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_25 = fmadd(wt, c25, a5_25);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_25 = fmadd(wt, c25, a6_25);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_25 = fmadd(wt, c25, a7_25);
+                }
+            }
+            store(ap + 200, a0_25);
+            store(ap + 456, a1_25);
+            store(ap + 712, a2_25);
+            store(ap + 968, a3_25);
+            store(ap + 1224, a4_25);
+            store(ap + 1480, a5_25);
+            store(ap + 1736, a6_25);
+            store(ap + 1992, a7_25);
+        }
+        {
+            V a0_26 = load(ap + 208);
+            V a1_26 = load(ap + 464);
+            V a2_26 = load(ap + 720);
+            V a3_26 = load(ap + 976);
+            V a4_26 = load(ap + 1232);
+            V a5_26 = load(ap + 1488);
+            V a6_26 = load(ap + 1744);
+            V a7_26 = load(ap + 2000);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c26 = centroids0.lookup_field<3>(shr<20>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_26 = fmadd(wt, c26, a0_26);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_26 = fmadd(wt, c26, a1_26);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_26 = fmadd(wt, c26, a2_26);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_26 = fmadd(wt, c26, a3_26);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_26 = fmadd(wt, c26, a4_26);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_26 = fmadd(wt, c26, a5_26);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_26 = fmadd(wt, c26, a6_26);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_26 = fmadd(wt, c26, a7_26);
+                }
+            }
+            store(ap + 208, a0_26);
+            store(ap + 464, a1_26);
+            store(ap + 720, a2_26);
+            store(ap + 976, a3_26);
+            store(ap + 1232, a4_26);
+            store(ap + 1488, a5_26);
+            store(ap + 1744, a6_26);
+            store(ap + 2000, a7_26);
+        }
+        {
+            V a0_27 = load(ap + 216);
+            V a1_27 = load(ap + 472);
+            V a2_27 = load(ap + 728);
+            V a3_27 = load(ap + 984);
+            V a4_27 = load(ap + 1240);
+            V a5_27 = load(ap + 1496);
+            V a6_27 = load(ap + 1752);
+            V a7_27 = load(ap + 2008);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c27 = centroids0.lookup_field<3>(shr<22>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_27 = fmadd(wt, c27, a0_27);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_27 = fmadd(wt, c27, a1_27);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_27 = fmadd(wt, c27, a2_27);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_27 = fmadd(wt, c27, a3_27);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_27 = fmadd(wt, c27, a4_27);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_27 = fmadd(wt, c27, a5_27);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_27 = fmadd(wt, c27, a6_27);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_27 = fmadd(wt, c27, a7_27);
+                }
+            }
+            store(ap + 216, a0_27);
+            store(ap + 472, a1_27);
+            store(ap + 728, a2_27);
+            store(ap + 984, a3_27);
+            store(ap + 1240, a4_27);
+            store(ap + 1496, a5_27);
+            store(ap + 1752, a6_27);
+            store(ap + 2008, a7_27);
+        }
+        {
+            V a0_28 = load(ap + 224);
+            V a1_28 = load(ap + 480);
+            V a2_28 = load(ap + 736);
+            V a3_28 = load(ap + 992);
+            V a4_28 = load(ap + 1248);
+            V a5_28 = load(ap + 1504);
+            V a6_28 = load(ap + 1760);
+            V a7_28 = load(ap + 2016);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c28 = centroids0.lookup_field<3>(shr<24>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_28 = fmadd(wt, c28, a0_28);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_28 = fmadd(wt, c28, a1_28);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_28 = fmadd(wt, c28, a2_28);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_28 = fmadd(wt, c28, a3_28);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_28 = fmadd(wt, c28, a4_28);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_28 = fmadd(wt, c28, a5_28);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_28 = fmadd(wt, c28, a6_28);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_28 = fmadd(wt, c28, a7_28);
+                }
+            }
+            store(ap + 224, a0_28);
+            store(ap + 480, a1_28);
+            store(ap + 736, a2_28);
+            store(ap + 992, a3_28);
+            store(ap + 1248, a4_28);
+            store(ap + 1504, a5_28);
+            store(ap + 1760, a6_28);
+            store(ap + 2016, a7_28);
+        }
+        {
+            V a0_29 = load(ap + 232);
+            V a1_29 = load(ap + 488);
+            V a2_29 = load(ap + 744);
+            V a3_29 = load(ap + 1000);
+            V a4_29 = load(ap + 1256);
+            V a5_29 = load(ap + 1512);
+            V a6_29 = load(ap + 1768);
+            V a7_29 = load(ap + 2024);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c29 = centroids0.lookup_field<3>(shr<26>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_29 = fmadd(wt, c29, a0_29);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_29 = fmadd(wt, c29, a1_29);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_29 = fmadd(wt, c29, a2_29);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_29 = fmadd(wt, c29, a3_29);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_29 = fmadd(wt, c29, a4_29);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_29 = fmadd(wt, c29, a5_29);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_29 = fmadd(wt, c29, a6_29);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_29 = fmadd(wt, c29, a7_29);
+                }
+            }
+            store(ap + 232, a0_29);
+            store(ap + 488, a1_29);
+            store(ap + 744, a2_29);
+            store(ap + 1000, a3_29);
+            store(ap + 1256, a4_29);
+            store(ap + 1512, a5_29);
+            store(ap + 1768, a6_29);
+            store(ap + 2024, a7_29);
+        }
+        {
+            V a0_30 = load(ap + 240);
+            V a1_30 = load(ap + 496);
+            V a2_30 = load(ap + 752);
+            V a3_30 = load(ap + 1008);
+            V a4_30 = load(ap + 1264);
+            V a5_30 = load(ap + 1520);
+            V a6_30 = load(ap + 1776);
+            V a7_30 = load(ap + 2032);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c30 = centroids0.lookup_field<3>(shr<28>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_30 = fmadd(wt, c30, a0_30);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_30 = fmadd(wt, c30, a1_30);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_30 = fmadd(wt, c30, a2_30);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_30 = fmadd(wt, c30, a3_30);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_30 = fmadd(wt, c30, a4_30);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_30 = fmadd(wt, c30, a5_30);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_30 = fmadd(wt, c30, a6_30);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_30 = fmadd(wt, c30, a7_30);
+                }
+            }
+            store(ap + 240, a0_30);
+            store(ap + 496, a1_30);
+            store(ap + 752, a2_30);
+            store(ap + 1008, a3_30);
+            store(ap + 1264, a4_30);
+            store(ap + 1520, a5_30);
+            store(ap + 1776, a6_30);
+            store(ap + 2032, a7_30);
+        }
+        {
+            V a0_31 = load(ap + 248);
+            V a1_31 = load(ap + 504);
+            V a2_31 = load(ap + 760);
+            V a3_31 = load(ap + 1016);
+            V a4_31 = load(ap + 1272);
+            V a5_31 = load(ap + 1528);
+            V a6_31 = load(ap + 1784);
+            V a7_31 = load(ap + 2040);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 64;
+                const I w1 = load_dwords(p + 32);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c31 = centroids0.lookup(shr<30>(w1));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_31 = fmadd(wt, c31, a0_31);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_31 = fmadd(wt, c31, a1_31);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_31 = fmadd(wt, c31, a2_31);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_31 = fmadd(wt, c31, a3_31);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_31 = fmadd(wt, c31, a4_31);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_31 = fmadd(wt, c31, a5_31);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_31 = fmadd(wt, c31, a6_31);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_31 = fmadd(wt, c31, a7_31);
+                }
+            }
+            store(ap + 248, a0_31);
+            store(ap + 504, a1_31);
+            store(ap + 760, a2_31);
+            store(ap + 1016, a3_31);
+            store(ap + 1272, a4_31);
+            store(ap + 1528, a5_31);
+            store(ap + 1784, a6_31);
+            store(ap + 2040, a7_31);
+        }
+    }
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d256_b2__neon(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                  size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -1974,7 +3976,8 @@ void tq_accumulate_d256_b2__neon(const float* weights, size_t weight_stride, siz
             case 1: tq_accumulate_d256_b2__neon_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d256_b2__neon_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d256_b2__neon_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d256_b2__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d256_b2__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d256_b2__neon_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

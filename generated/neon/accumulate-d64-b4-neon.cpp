@@ -54,40 +54,16 @@ static void tq_accumulate_d64_b4__neon_q1(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
                 prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
                 const I w0 = load_dwords(p + 0);
-                {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup_field<15>(w0), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup_field<15>(shr<4>(w0)), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup_field<15>(shr<8>(w0)), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup_field<15>(shr<12>(w0)), a0_3);
+                a0_4 = fmadd(wt, centroids0.lookup_field<15>(shr<16>(w0)), a0_4);
+                a0_5 = fmadd(wt, centroids0.lookup_field<15>(shr<20>(w0)), a0_5);
+                a0_6 = fmadd(wt, centroids0.lookup_field<15>(shr<24>(w0)), a0_6);
+                a0_7 = fmadd(wt, centroids0.lookup(shr<28>(w0)), a0_7);
             }
             store(ap + 0, a0_0);
             store(ap + 8, a0_1);
@@ -143,28 +119,27 @@ static void tq_accumulate_d64_b4__neon_q2(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
                 prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
             }
             store(ap + 0, a0_0);
@@ -187,28 +162,27 @@ static void tq_accumulate_d64_b4__neon_q2(const float* weights, size_t weight_st
             V a1_7 = load(ap + 120);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                }
-                {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                }
-                {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
             }
             store(ap + 32, a0_4);
@@ -263,21 +237,26 @@ static void tq_accumulate_d64_b4__neon_q3(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
                 prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -296,21 +275,26 @@ static void tq_accumulate_d64_b4__neon_q3(const float* weights, size_t weight_st
             V a2_3 = load(ap + 152);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -329,21 +313,26 @@ static void tq_accumulate_d64_b4__neon_q3(const float* weights, size_t weight_st
             V a2_5 = load(ap + 168);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -362,21 +351,26 @@ static void tq_accumulate_d64_b4__neon_q3(const float* weights, size_t weight_st
             V a2_7 = load(ap + 184);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -431,24 +425,31 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
                 prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(w0);
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<4>(w0));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
                 }
             }
             store(ap + 0, a0_0);
@@ -471,24 +472,31 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
             V a3_3 = load(ap + 216);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<8>(w0));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<12>(w0));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(ap + 16, a0_2);
@@ -511,24 +519,31 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
             V a3_5 = load(ap + 232);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<16>(w0));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
-                    a3_4 = fmadd(wt3, c, a3_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup_field<15>(shr<20>(w0));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
-                    a3_5 = fmadd(wt3, c, a3_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
                 }
             }
             store(ap + 32, a0_4);
@@ -551,24 +566,31 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
             V a3_7 = load(ap + 248);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 32;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
                 const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                const V c7 = centroids0.lookup(shr<28>(w0));
                 {
-                    const V c = centroids0.lookup_field<15>(shr<24>(w0));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
-                    a3_6 = fmadd(wt3, c, a3_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(shr<28>(w0));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                    a3_7 = fmadd(wt3, c, a3_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
                 }
             }
             store(ap + 48, a0_6);
@@ -585,7 +607,505 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
         for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 32 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 8 passes over the block with 1 of each query's
+// 8 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d64_b4__neon_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
+    const Table<16> centroids0(cb0::kCentroids);
+    // Lane w of register g holds coordinate kLaneCoord[g * kLanes + w] (dword unpacking).
+    static constexpr int kLaneCoord[64] = {
+        0, 4, 8, 12, 16, 20, 24, 28,
+        32, 36, 40, 44, 48, 52, 56, 60,
+        1, 5, 9, 13, 17, 21, 25, 29,
+        33, 37, 41, 45, 49, 53, 57, 61,
+        2, 6, 10, 14, 18, 22, 26, 30,
+        34, 38, 42, 46, 50, 54, 58, 62,
+        3, 7, 11, 15, 19, 23, 27, 31,
+        35, 39, 43, 47, 51, 55, 59, 63,
+    };
+    alignas(64) float ap[512];  // the accumulators in lane order
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 64; ++i) ap[j * 64 + i] = acc[j * acc_stride + kLaneCoord[i]];
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(ap + 0);
+            V a1_0 = load(ap + 64);
+            V a2_0 = load(ap + 128);
+            V a3_0 = load(ap + 192);
+            V a4_0 = load(ap + 256);
+            V a5_0 = load(ap + 320);
+            V a6_0 = load(ap + 384);
+            V a7_0 = load(ap + 448);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup_field<15>(w0);
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                }
+            }
+            store(ap + 0, a0_0);
+            store(ap + 64, a1_0);
+            store(ap + 128, a2_0);
+            store(ap + 192, a3_0);
+            store(ap + 256, a4_0);
+            store(ap + 320, a5_0);
+            store(ap + 384, a6_0);
+            store(ap + 448, a7_0);
+        }
+        {
+            V a0_1 = load(ap + 8);
+            V a1_1 = load(ap + 72);
+            V a2_1 = load(ap + 136);
+            V a3_1 = load(ap + 200);
+            V a4_1 = load(ap + 264);
+            V a5_1 = load(ap + 328);
+            V a6_1 = load(ap + 392);
+            V a7_1 = load(ap + 456);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c1 = centroids0.lookup_field<15>(shr<4>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(ap + 8, a0_1);
+            store(ap + 72, a1_1);
+            store(ap + 136, a2_1);
+            store(ap + 200, a3_1);
+            store(ap + 264, a4_1);
+            store(ap + 328, a5_1);
+            store(ap + 392, a6_1);
+            store(ap + 456, a7_1);
+        }
+        {
+            V a0_2 = load(ap + 16);
+            V a1_2 = load(ap + 80);
+            V a2_2 = load(ap + 144);
+            V a3_2 = load(ap + 208);
+            V a4_2 = load(ap + 272);
+            V a5_2 = load(ap + 336);
+            V a6_2 = load(ap + 400);
+            V a7_2 = load(ap + 464);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup_field<15>(shr<8>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                }
+            }
+            store(ap + 16, a0_2);
+            store(ap + 80, a1_2);
+            store(ap + 144, a2_2);
+            store(ap + 208, a3_2);
+            store(ap + 272, a4_2);
+            store(ap + 336, a5_2);
+            store(ap + 400, a6_2);
+            store(ap + 464, a7_2);
+        }
+        {
+            V a0_3 = load(ap + 24);
+            V a1_3 = load(ap + 88);
+            V a2_3 = load(ap + 152);
+            V a3_3 = load(ap + 216);
+            V a4_3 = load(ap + 280);
+            V a5_3 = load(ap + 344);
+            V a6_3 = load(ap + 408);
+            V a7_3 = load(ap + 472);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c3 = centroids0.lookup_field<15>(shr<12>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(ap + 24, a0_3);
+            store(ap + 88, a1_3);
+            store(ap + 152, a2_3);
+            store(ap + 216, a3_3);
+            store(ap + 280, a4_3);
+            store(ap + 344, a5_3);
+            store(ap + 408, a6_3);
+            store(ap + 472, a7_3);
+        }
+        {
+            V a0_4 = load(ap + 32);
+            V a1_4 = load(ap + 96);
+            V a2_4 = load(ap + 160);
+            V a3_4 = load(ap + 224);
+            V a4_4 = load(ap + 288);
+            V a5_4 = load(ap + 352);
+            V a6_4 = load(ap + 416);
+            V a7_4 = load(ap + 480);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup_field<15>(shr<16>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_4 = fmadd(wt, c4, a4_4);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_4 = fmadd(wt, c4, a5_4);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_4 = fmadd(wt, c4, a6_4);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_4 = fmadd(wt, c4, a7_4);
+                }
+            }
+            store(ap + 32, a0_4);
+            store(ap + 96, a1_4);
+            store(ap + 160, a2_4);
+            store(ap + 224, a3_4);
+            store(ap + 288, a4_4);
+            store(ap + 352, a5_4);
+            store(ap + 416, a6_4);
+            store(ap + 480, a7_4);
+        }
+        {
+            V a0_5 = load(ap + 40);
+            V a1_5 = load(ap + 104);
+            V a2_5 = load(ap + 168);
+            V a3_5 = load(ap + 232);
+            V a4_5 = load(ap + 296);
+            V a5_5 = load(ap + 360);
+            V a6_5 = load(ap + 424);
+            V a7_5 = load(ap + 488);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c5 = centroids0.lookup_field<15>(shr<20>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_5 = fmadd(wt, c5, a4_5);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_5 = fmadd(wt, c5, a5_5);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_5 = fmadd(wt, c5, a6_5);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_5 = fmadd(wt, c5, a7_5);
+                }
+            }
+            store(ap + 40, a0_5);
+            store(ap + 104, a1_5);
+            store(ap + 168, a2_5);
+            store(ap + 232, a3_5);
+            store(ap + 296, a4_5);
+            store(ap + 360, a5_5);
+            store(ap + 424, a6_5);
+            store(ap + 488, a7_5);
+        }
+        {
+            V a0_6 = load(ap + 48);
+            V a1_6 = load(ap + 112);
+            V a2_6 = load(ap + 176);
+            V a3_6 = load(ap + 240);
+            V a4_6 = load(ap + 304);
+            V a5_6 = load(ap + 368);
+            V a6_6 = load(ap + 432);
+            V a7_6 = load(ap + 496);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup_field<15>(shr<24>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_6 = fmadd(wt, c6, a4_6);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_6 = fmadd(wt, c6, a5_6);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_6 = fmadd(wt, c6, a6_6);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_6 = fmadd(wt, c6, a7_6);
+                }
+            }
+            store(ap + 48, a0_6);
+            store(ap + 112, a1_6);
+            store(ap + 176, a2_6);
+            store(ap + 240, a3_6);
+            store(ap + 304, a4_6);
+            store(ap + 368, a5_6);
+            store(ap + 432, a6_6);
+            store(ap + 496, a7_6);
+        }
+        {
+            V a0_7 = load(ap + 56);
+            V a1_7 = load(ap + 120);
+            V a2_7 = load(ap + 184);
+            V a3_7 = load(ap + 248);
+            V a4_7 = load(ap + 312);
+            V a5_7 = load(ap + 376);
+            V a6_7 = load(ap + 440);
+            V a7_7 = load(ap + 504);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 32;
+                const I w0 = load_dwords(p + 0);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c7 = centroids0.lookup(shr<28>(w0));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_7 = fmadd(wt, c7, a3_7);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_7 = fmadd(wt, c7, a4_7);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_7 = fmadd(wt, c7, a5_7);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_7 = fmadd(wt, c7, a6_7);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_7 = fmadd(wt, c7, a7_7);
+                }
+            }
+            store(ap + 56, a0_7);
+            store(ap + 120, a1_7);
+            store(ap + 184, a2_7);
+            store(ap + 248, a3_7);
+            store(ap + 312, a4_7);
+            store(ap + 376, a5_7);
+            store(ap + 440, a6_7);
+            store(ap + 504, a7_7);
+        }
+    }
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d64_b4__neon(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                 size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -593,7 +1113,8 @@ void tq_accumulate_d64_b4__neon(const float* weights, size_t weight_stride, size
             case 1: tq_accumulate_d64_b4__neon_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d64_b4__neon_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d64_b4__neon_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d64_b4__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d64_b4__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d64_b4__neon_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

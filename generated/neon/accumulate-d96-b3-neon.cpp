@@ -44,55 +44,19 @@ static void tq_accumulate_d96_b3__neon_q1(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
                 prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                }
+                const V wt = set1(wts[0][t]);
+                a0_0 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24)))), a0_0);
+                a0_1 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20))))), a0_1);
+                a0_2 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28)))), a0_2);
+                a0_3 = fmadd(wt, centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24)))), a0_3);
+                a0_4 = fmadd(wt, centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20))))), a0_4);
+                a0_5 = fmadd(wt, centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28)))), a0_5);
+                a0_6 = fmadd(wt, centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24)))), a0_6);
+                a0_7 = fmadd(wt, centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20))))), a0_7);
+                a0_8 = fmadd(wt, centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28)))), a0_8);
+                a0_9 = fmadd(wt, centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24)))), a0_9);
+                a0_10 = fmadd(wt, centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20))))), a0_10);
+                a0_11 = fmadd(wt, centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28)))), a0_11);
             }
             store(acc + 0 * acc_stride + 0, a0_0);
             store(acc + 0 * acc_stride + 8, a0_1);
@@ -136,27 +100,26 @@ static void tq_accumulate_d96_b3__neon_q2(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
                 prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
+                const V c1 = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
+                const V c2 = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
+                const V c3 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
                 }
             }
             store(acc + 0 * acc_stride + 0, a0_0);
@@ -179,27 +142,26 @@ static void tq_accumulate_d96_b3__neon_q2(const float* weights, size_t weight_st
             V a1_7 = load(acc + 1 * acc_stride + 56);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
+                const V c5 = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
+                const V c6 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
+                const V c7 = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
                 }
             }
             store(acc + 0 * acc_stride + 32, a0_4);
@@ -222,27 +184,26 @@ static void tq_accumulate_d96_b3__neon_q2(const float* weights, size_t weight_st
             V a1_11 = load(acc + 1 * acc_stride + 88);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
+                const V c9 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
+                const V c10 = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
+                const V c11 = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                }
-                {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
                 }
             }
             store(acc + 0 * acc_stride + 64, a0_8);
@@ -281,20 +242,25 @@ static void tq_accumulate_d96_b3__neon_q3(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
                 prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
+                const V c1 = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
                 }
             }
             store(acc + 0 * acc_stride + 0, a0_0);
@@ -313,20 +279,25 @@ static void tq_accumulate_d96_b3__neon_q3(const float* weights, size_t weight_st
             V a2_3 = load(acc + 2 * acc_stride + 24);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
+                const V c3 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
                 }
             }
             store(acc + 0 * acc_stride + 16, a0_2);
@@ -345,20 +316,25 @@ static void tq_accumulate_d96_b3__neon_q3(const float* weights, size_t weight_st
             V a2_5 = load(acc + 2 * acc_stride + 40);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
+                const V c5 = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
                 }
             }
             store(acc + 0 * acc_stride + 32, a0_4);
@@ -377,20 +353,25 @@ static void tq_accumulate_d96_b3__neon_q3(const float* weights, size_t weight_st
             V a2_7 = load(acc + 2 * acc_stride + 56);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
+                const V c7 = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
                 }
             }
             store(acc + 0 * acc_stride + 48, a0_6);
@@ -409,20 +390,25 @@ static void tq_accumulate_d96_b3__neon_q3(const float* weights, size_t weight_st
             V a2_9 = load(acc + 2 * acc_stride + 72);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
+                const V c9 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
                 }
             }
             store(acc + 0 * acc_stride + 64, a0_8);
@@ -441,20 +427,25 @@ static void tq_accumulate_d96_b3__neon_q3(const float* weights, size_t weight_st
             V a2_11 = load(acc + 2 * acc_stride + 88);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
+                const V c11 = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
                 }
             }
             store(acc + 0 * acc_stride + 80, a0_10);
@@ -493,23 +484,30 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
                 prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
+                const V c1 = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
-                    a0_0 = fmadd(wt0, c, a0_0);
-                    a1_0 = fmadd(wt1, c, a1_0);
-                    a2_0 = fmadd(wt2, c, a2_0);
-                    a3_0 = fmadd(wt3, c, a3_0);
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                    a0_1 = fmadd(wt, c1, a0_1);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
-                    a0_1 = fmadd(wt0, c, a0_1);
-                    a1_1 = fmadd(wt1, c, a1_1);
-                    a2_1 = fmadd(wt2, c, a2_1);
-                    a3_1 = fmadd(wt3, c, a3_1);
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                    a3_1 = fmadd(wt, c1, a3_1);
                 }
             }
             store(acc + 0 * acc_stride + 0, a0_0);
@@ -532,23 +530,30 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
             V a3_3 = load(acc + 3 * acc_stride + 24);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
+                const V c3 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
                 {
-                    const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
-                    a0_2 = fmadd(wt0, c, a0_2);
-                    a1_2 = fmadd(wt1, c, a1_2);
-                    a2_2 = fmadd(wt2, c, a2_2);
-                    a3_2 = fmadd(wt3, c, a3_2);
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                    a0_3 = fmadd(wt, c3, a0_3);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
-                    a0_3 = fmadd(wt0, c, a0_3);
-                    a1_3 = fmadd(wt1, c, a1_3);
-                    a2_3 = fmadd(wt2, c, a2_3);
-                    a3_3 = fmadd(wt3, c, a3_3);
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                    a3_3 = fmadd(wt, c3, a3_3);
                 }
             }
             store(acc + 0 * acc_stride + 16, a0_2);
@@ -571,23 +576,30 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
             V a3_5 = load(acc + 3 * acc_stride + 40);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
+                const V c5 = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
-                    a0_4 = fmadd(wt0, c, a0_4);
-                    a1_4 = fmadd(wt1, c, a1_4);
-                    a2_4 = fmadd(wt2, c, a2_4);
-                    a3_4 = fmadd(wt3, c, a3_4);
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                    a0_5 = fmadd(wt, c5, a0_5);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
-                    a0_5 = fmadd(wt0, c, a0_5);
-                    a1_5 = fmadd(wt1, c, a1_5);
-                    a2_5 = fmadd(wt2, c, a2_5);
-                    a3_5 = fmadd(wt3, c, a3_5);
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                    a3_5 = fmadd(wt, c5, a3_5);
                 }
             }
             store(acc + 0 * acc_stride + 32, a0_4);
@@ -610,23 +622,30 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
             V a3_7 = load(acc + 3 * acc_stride + 56);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
+                const V c7 = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
-                    a0_6 = fmadd(wt0, c, a0_6);
-                    a1_6 = fmadd(wt1, c, a1_6);
-                    a2_6 = fmadd(wt2, c, a2_6);
-                    a3_6 = fmadd(wt3, c, a3_6);
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                    a0_7 = fmadd(wt, c7, a0_7);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
-                    a0_7 = fmadd(wt0, c, a0_7);
-                    a1_7 = fmadd(wt1, c, a1_7);
-                    a2_7 = fmadd(wt2, c, a2_7);
-                    a3_7 = fmadd(wt3, c, a3_7);
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                    a3_7 = fmadd(wt, c7, a3_7);
                 }
             }
             store(acc + 0 * acc_stride + 48, a0_6);
@@ -649,23 +668,30 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
             V a3_9 = load(acc + 3 * acc_stride + 72);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
+                const V c9 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
                 {
-                    const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
-                    a0_8 = fmadd(wt0, c, a0_8);
-                    a1_8 = fmadd(wt1, c, a1_8);
-                    a2_8 = fmadd(wt2, c, a2_8);
-                    a3_8 = fmadd(wt3, c, a3_8);
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                    a0_9 = fmadd(wt, c9, a0_9);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
-                    a0_9 = fmadd(wt0, c, a0_9);
-                    a1_9 = fmadd(wt1, c, a1_9);
-                    a2_9 = fmadd(wt2, c, a2_9);
-                    a3_9 = fmadd(wt3, c, a3_9);
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                    a3_9 = fmadd(wt, c9, a3_9);
                 }
             }
             store(acc + 0 * acc_stride + 64, a0_8);
@@ -688,23 +714,30 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
             V a3_11 = load(acc + 3 * acc_stride + 88);
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 36;
-                const V wt0 = set1(wts[0][t]);
-                const V wt1 = set1(wts[1][t]);
-                const V wt2 = set1(wts[2][t]);
-                const V wt3 = set1(wts[3][t]);
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
+                const V c11 = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
-                    a0_10 = fmadd(wt0, c, a0_10);
-                    a1_10 = fmadd(wt1, c, a1_10);
-                    a2_10 = fmadd(wt2, c, a2_10);
-                    a3_10 = fmadd(wt3, c, a3_10);
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                    a0_11 = fmadd(wt, c11, a0_11);
                 }
                 {
-                    const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
-                    a0_11 = fmadd(wt0, c, a0_11);
-                    a1_11 = fmadd(wt1, c, a1_11);
-                    a2_11 = fmadd(wt2, c, a2_11);
-                    a3_11 = fmadd(wt3, c, a3_11);
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                    a3_11 = fmadd(wt, c11, a3_11);
                 }
             }
             store(acc + 0 * acc_stride + 80, a0_10);
@@ -719,7 +752,709 @@ static void tq_accumulate_d96_b3__neon_q4(const float* weights, size_t weight_st
     }
 }
 
-// acc_j for queries j < n_queries, in blocks of up to 4 queries sharing each unpacked value.
+// acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
+// values of 36 bytes each, in the rotated domain: per block of kWeightBlock values, the
+// products weights_j[t] * scales[t] once, then 12 passes over the block with 1 of each query's
+// 12 accumulator registers live, broadcasting them from memory (a load, where a product and
+// a register broadcast per pass would take the shuffle port the lookups need); each
+// centroid register meets every query.
+static void tq_accumulate_d96_b3__neon_q8(const float* weights, size_t weight_stride, const uint8_t* codes, const float* scales, size_t n, float* acc, size_t acc_stride) {
+    namespace cb0 = tq::codebooks::d96_b3;  // coordinates 0..95
+    const Table<8> centroids0(cb0::kCentroids);
+    for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
+        const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
+        alignas(64) float wts[8][kWeightBlock];
+        for (int j = 0; j < 8; ++j)
+            for (size_t t = 0; t < nb; ++t) wts[j][t] = weights[j * weight_stride + t0 + t] * scales[t0 + t];
+        {
+            V a0_0 = load(acc + 0 * acc_stride + 0);
+            V a1_0 = load(acc + 1 * acc_stride + 0);
+            V a2_0 = load(acc + 2 * acc_stride + 0);
+            V a3_0 = load(acc + 3 * acc_stride + 0);
+            V a4_0 = load(acc + 4 * acc_stride + 0);
+            V a5_0 = load(acc + 5 * acc_stride + 0);
+            V a6_0 = load(acc + 6 * acc_stride + 0);
+            V a7_0 = load(acc + 7 * acc_stride + 0);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c0 = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 24))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_0 = fmadd(wt, c0, a0_0);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_0 = fmadd(wt, c0, a1_0);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_0 = fmadd(wt, c0, a2_0);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_0 = fmadd(wt, c0, a3_0);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_0 = fmadd(wt, c0, a4_0);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_0 = fmadd(wt, c0, a5_0);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_0 = fmadd(wt, c0, a6_0);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_0 = fmadd(wt, c0, a7_0);
+                }
+            }
+            store(acc + 0 * acc_stride + 0, a0_0);
+            store(acc + 1 * acc_stride + 0, a1_0);
+            store(acc + 2 * acc_stride + 0, a2_0);
+            store(acc + 3 * acc_stride + 0, a3_0);
+            store(acc + 4 * acc_stride + 0, a4_0);
+            store(acc + 5 * acc_stride + 0, a5_0);
+            store(acc + 6 * acc_stride + 0, a6_0);
+            store(acc + 7 * acc_stride + 0, a7_0);
+        }
+        {
+            V a0_1 = load(acc + 0 * acc_stride + 8);
+            V a1_1 = load(acc + 1 * acc_stride + 8);
+            V a2_1 = load(acc + 2 * acc_stride + 8);
+            V a3_1 = load(acc + 3 * acc_stride + 8);
+            V a4_1 = load(acc + 4 * acc_stride + 8);
+            V a5_1 = load(acc + 5 * acc_stride + 8);
+            V a6_1 = load(acc + 6 * acc_stride + 8);
+            V a7_1 = load(acc + 7 * acc_stride + 8);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c1 = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 28), field<1, 1>(p + 20)))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_1 = fmadd(wt, c1, a0_1);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_1 = fmadd(wt, c1, a1_1);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_1 = fmadd(wt, c1, a2_1);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_1 = fmadd(wt, c1, a3_1);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_1 = fmadd(wt, c1, a4_1);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_1 = fmadd(wt, c1, a5_1);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_1 = fmadd(wt, c1, a6_1);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_1 = fmadd(wt, c1, a7_1);
+                }
+            }
+            store(acc + 0 * acc_stride + 8, a0_1);
+            store(acc + 1 * acc_stride + 8, a1_1);
+            store(acc + 2 * acc_stride + 8, a2_1);
+            store(acc + 3 * acc_stride + 8, a3_1);
+            store(acc + 4 * acc_stride + 8, a4_1);
+            store(acc + 5 * acc_stride + 8, a5_1);
+            store(acc + 6 * acc_stride + 8, a6_1);
+            store(acc + 7 * acc_stride + 8, a7_1);
+        }
+        {
+            V a0_2 = load(acc + 0 * acc_stride + 16);
+            V a1_2 = load(acc + 1 * acc_stride + 16);
+            V a2_2 = load(acc + 2 * acc_stride + 16);
+            V a3_2 = load(acc + 3 * acc_stride + 16);
+            V a4_2 = load(acc + 4 * acc_stride + 16);
+            V a5_2 = load(acc + 5 * acc_stride + 16);
+            V a6_2 = load(acc + 6 * acc_stride + 16);
+            V a7_2 = load(acc + 7 * acc_stride + 16);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c2 = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<1, 1>(p + 28))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_2 = fmadd(wt, c2, a0_2);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_2 = fmadd(wt, c2, a1_2);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_2 = fmadd(wt, c2, a2_2);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_2 = fmadd(wt, c2, a3_2);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_2 = fmadd(wt, c2, a4_2);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_2 = fmadd(wt, c2, a5_2);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_2 = fmadd(wt, c2, a6_2);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_2 = fmadd(wt, c2, a7_2);
+                }
+            }
+            store(acc + 0 * acc_stride + 16, a0_2);
+            store(acc + 1 * acc_stride + 16, a1_2);
+            store(acc + 2 * acc_stride + 16, a2_2);
+            store(acc + 3 * acc_stride + 16, a3_2);
+            store(acc + 4 * acc_stride + 16, a4_2);
+            store(acc + 5 * acc_stride + 16, a5_2);
+            store(acc + 6 * acc_stride + 16, a6_2);
+            store(acc + 7 * acc_stride + 16, a7_2);
+        }
+        {
+            V a0_3 = load(acc + 0 * acc_stride + 24);
+            V a1_3 = load(acc + 1 * acc_stride + 24);
+            V a2_3 = load(acc + 2 * acc_stride + 24);
+            V a3_3 = load(acc + 3 * acc_stride + 24);
+            V a4_3 = load(acc + 4 * acc_stride + 24);
+            V a5_3 = load(acc + 5 * acc_stride + 24);
+            V a6_3 = load(acc + 6 * acc_stride + 24);
+            V a7_3 = load(acc + 7 * acc_stride + 24);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c3 = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 24))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_3 = fmadd(wt, c3, a0_3);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_3 = fmadd(wt, c3, a1_3);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_3 = fmadd(wt, c3, a2_3);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_3 = fmadd(wt, c3, a3_3);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_3 = fmadd(wt, c3, a4_3);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_3 = fmadd(wt, c3, a5_3);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_3 = fmadd(wt, c3, a6_3);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_3 = fmadd(wt, c3, a7_3);
+                }
+            }
+            store(acc + 0 * acc_stride + 24, a0_3);
+            store(acc + 1 * acc_stride + 24, a1_3);
+            store(acc + 2 * acc_stride + 24, a2_3);
+            store(acc + 3 * acc_stride + 24, a3_3);
+            store(acc + 4 * acc_stride + 24, a4_3);
+            store(acc + 5 * acc_stride + 24, a5_3);
+            store(acc + 6 * acc_stride + 24, a6_3);
+            store(acc + 7 * acc_stride + 24, a7_3);
+        }
+        {
+            V a0_4 = load(acc + 0 * acc_stride + 32);
+            V a1_4 = load(acc + 1 * acc_stride + 32);
+            V a2_4 = load(acc + 2 * acc_stride + 32);
+            V a3_4 = load(acc + 3 * acc_stride + 32);
+            V a4_4 = load(acc + 4 * acc_stride + 32);
+            V a5_4 = load(acc + 5 * acc_stride + 32);
+            V a6_4 = load(acc + 6 * acc_stride + 32);
+            V a7_4 = load(acc + 7 * acc_stride + 32);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c4 = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 28), field<3, 1>(p + 20)))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_4 = fmadd(wt, c4, a0_4);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_4 = fmadd(wt, c4, a1_4);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_4 = fmadd(wt, c4, a2_4);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_4 = fmadd(wt, c4, a3_4);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_4 = fmadd(wt, c4, a4_4);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_4 = fmadd(wt, c4, a5_4);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_4 = fmadd(wt, c4, a6_4);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_4 = fmadd(wt, c4, a7_4);
+                }
+            }
+            store(acc + 0 * acc_stride + 32, a0_4);
+            store(acc + 1 * acc_stride + 32, a1_4);
+            store(acc + 2 * acc_stride + 32, a2_4);
+            store(acc + 3 * acc_stride + 32, a3_4);
+            store(acc + 4 * acc_stride + 32, a4_4);
+            store(acc + 5 * acc_stride + 32, a5_4);
+            store(acc + 6 * acc_stride + 32, a6_4);
+            store(acc + 7 * acc_stride + 32, a7_4);
+        }
+        {
+            V a0_5 = load(acc + 0 * acc_stride + 40);
+            V a1_5 = load(acc + 1 * acc_stride + 40);
+            V a2_5 = load(acc + 2 * acc_stride + 40);
+            V a3_5 = load(acc + 3 * acc_stride + 40);
+            V a4_5 = load(acc + 4 * acc_stride + 40);
+            V a5_5 = load(acc + 5 * acc_stride + 40);
+            V a6_5 = load(acc + 6 * acc_stride + 40);
+            V a7_5 = load(acc + 7 * acc_stride + 40);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c5 = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(field<3, 1>(p + 28))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_5 = fmadd(wt, c5, a0_5);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_5 = fmadd(wt, c5, a1_5);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_5 = fmadd(wt, c5, a2_5);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_5 = fmadd(wt, c5, a3_5);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_5 = fmadd(wt, c5, a4_5);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_5 = fmadd(wt, c5, a5_5);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_5 = fmadd(wt, c5, a6_5);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_5 = fmadd(wt, c5, a7_5);
+                }
+            }
+            store(acc + 0 * acc_stride + 40, a0_5);
+            store(acc + 1 * acc_stride + 40, a1_5);
+            store(acc + 2 * acc_stride + 40, a2_5);
+            store(acc + 3 * acc_stride + 40, a3_5);
+            store(acc + 4 * acc_stride + 40, a4_5);
+            store(acc + 5 * acc_stride + 40, a5_5);
+            store(acc + 6 * acc_stride + 40, a6_5);
+            store(acc + 7 * acc_stride + 40, a7_5);
+        }
+        {
+            V a0_6 = load(acc + 0 * acc_stride + 48);
+            V a1_6 = load(acc + 1 * acc_stride + 48);
+            V a2_6 = load(acc + 2 * acc_stride + 48);
+            V a3_6 = load(acc + 3 * acc_stride + 48);
+            V a4_6 = load(acc + 4 * acc_stride + 48);
+            V a5_6 = load(acc + 5 * acc_stride + 48);
+            V a6_6 = load(acc + 6 * acc_stride + 48);
+            V a7_6 = load(acc + 7 * acc_stride + 48);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c6 = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 24))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_6 = fmadd(wt, c6, a0_6);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_6 = fmadd(wt, c6, a1_6);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_6 = fmadd(wt, c6, a2_6);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_6 = fmadd(wt, c6, a3_6);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_6 = fmadd(wt, c6, a4_6);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_6 = fmadd(wt, c6, a5_6);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_6 = fmadd(wt, c6, a6_6);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_6 = fmadd(wt, c6, a7_6);
+                }
+            }
+            store(acc + 0 * acc_stride + 48, a0_6);
+            store(acc + 1 * acc_stride + 48, a1_6);
+            store(acc + 2 * acc_stride + 48, a2_6);
+            store(acc + 3 * acc_stride + 48, a3_6);
+            store(acc + 4 * acc_stride + 48, a4_6);
+            store(acc + 5 * acc_stride + 48, a5_6);
+            store(acc + 6 * acc_stride + 48, a6_6);
+            store(acc + 7 * acc_stride + 48, a7_6);
+        }
+        {
+            V a0_7 = load(acc + 0 * acc_stride + 56);
+            V a1_7 = load(acc + 1 * acc_stride + 56);
+            V a2_7 = load(acc + 2 * acc_stride + 56);
+            V a3_7 = load(acc + 3 * acc_stride + 56);
+            V a4_7 = load(acc + 4 * acc_stride + 56);
+            V a5_7 = load(acc + 5 * acc_stride + 56);
+            V a6_7 = load(acc + 6 * acc_stride + 56);
+            V a7_7 = load(acc + 7 * acc_stride + 56);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c7 = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 28), field<5, 1>(p + 20)))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_7 = fmadd(wt, c7, a0_7);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_7 = fmadd(wt, c7, a1_7);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_7 = fmadd(wt, c7, a2_7);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_7 = fmadd(wt, c7, a3_7);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_7 = fmadd(wt, c7, a4_7);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_7 = fmadd(wt, c7, a5_7);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_7 = fmadd(wt, c7, a6_7);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_7 = fmadd(wt, c7, a7_7);
+                }
+            }
+            store(acc + 0 * acc_stride + 56, a0_7);
+            store(acc + 1 * acc_stride + 56, a1_7);
+            store(acc + 2 * acc_stride + 56, a2_7);
+            store(acc + 3 * acc_stride + 56, a3_7);
+            store(acc + 4 * acc_stride + 56, a4_7);
+            store(acc + 5 * acc_stride + 56, a5_7);
+            store(acc + 6 * acc_stride + 56, a6_7);
+            store(acc + 7 * acc_stride + 56, a7_7);
+        }
+        {
+            V a0_8 = load(acc + 0 * acc_stride + 64);
+            V a1_8 = load(acc + 1 * acc_stride + 64);
+            V a2_8 = load(acc + 2 * acc_stride + 64);
+            V a3_8 = load(acc + 3 * acc_stride + 64);
+            V a4_8 = load(acc + 4 * acc_stride + 64);
+            V a5_8 = load(acc + 5 * acc_stride + 64);
+            V a6_8 = load(acc + 6 * acc_stride + 64);
+            V a7_8 = load(acc + 7 * acc_stride + 64);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c8 = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(field<5, 1>(p + 28))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_8 = fmadd(wt, c8, a0_8);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_8 = fmadd(wt, c8, a1_8);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_8 = fmadd(wt, c8, a2_8);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_8 = fmadd(wt, c8, a3_8);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_8 = fmadd(wt, c8, a4_8);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_8 = fmadd(wt, c8, a5_8);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_8 = fmadd(wt, c8, a6_8);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_8 = fmadd(wt, c8, a7_8);
+                }
+            }
+            store(acc + 0 * acc_stride + 64, a0_8);
+            store(acc + 1 * acc_stride + 64, a1_8);
+            store(acc + 2 * acc_stride + 64, a2_8);
+            store(acc + 3 * acc_stride + 64, a3_8);
+            store(acc + 4 * acc_stride + 64, a4_8);
+            store(acc + 5 * acc_stride + 64, a5_8);
+            store(acc + 6 * acc_stride + 64, a6_8);
+            store(acc + 7 * acc_stride + 64, a7_8);
+        }
+        {
+            V a0_9 = load(acc + 0 * acc_stride + 72);
+            V a1_9 = load(acc + 1 * acc_stride + 72);
+            V a2_9 = load(acc + 2 * acc_stride + 72);
+            V a3_9 = load(acc + 3 * acc_stride + 72);
+            V a4_9 = load(acc + 4 * acc_stride + 72);
+            V a5_9 = load(acc + 5 * acc_stride + 72);
+            V a6_9 = load(acc + 6 * acc_stride + 72);
+            V a7_9 = load(acc + 7 * acc_stride + 72);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c9 = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 24))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_9 = fmadd(wt, c9, a0_9);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_9 = fmadd(wt, c9, a1_9);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_9 = fmadd(wt, c9, a2_9);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_9 = fmadd(wt, c9, a3_9);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_9 = fmadd(wt, c9, a4_9);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_9 = fmadd(wt, c9, a5_9);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_9 = fmadd(wt, c9, a6_9);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_9 = fmadd(wt, c9, a7_9);
+                }
+            }
+            store(acc + 0 * acc_stride + 72, a0_9);
+            store(acc + 1 * acc_stride + 72, a1_9);
+            store(acc + 2 * acc_stride + 72, a2_9);
+            store(acc + 3 * acc_stride + 72, a3_9);
+            store(acc + 4 * acc_stride + 72, a4_9);
+            store(acc + 5 * acc_stride + 72, a5_9);
+            store(acc + 6 * acc_stride + 72, a6_9);
+            store(acc + 7 * acc_stride + 72, a7_9);
+        }
+        {
+            V a0_10 = load(acc + 0 * acc_stride + 80);
+            V a1_10 = load(acc + 1 * acc_stride + 80);
+            V a2_10 = load(acc + 2 * acc_stride + 80);
+            V a3_10 = load(acc + 3 * acc_stride + 80);
+            V a4_10 = load(acc + 4 * acc_stride + 80);
+            V a5_10 = load(acc + 5 * acc_stride + 80);
+            V a6_10 = load(acc + 6 * acc_stride + 80);
+            V a7_10 = load(acc + 7 * acc_stride + 80);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c10 = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 28), field<7, 255>(p + 20)))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_10 = fmadd(wt, c10, a0_10);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_10 = fmadd(wt, c10, a1_10);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_10 = fmadd(wt, c10, a2_10);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_10 = fmadd(wt, c10, a3_10);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_10 = fmadd(wt, c10, a4_10);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_10 = fmadd(wt, c10, a5_10);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_10 = fmadd(wt, c10, a6_10);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_10 = fmadd(wt, c10, a7_10);
+                }
+            }
+            store(acc + 0 * acc_stride + 80, a0_10);
+            store(acc + 1 * acc_stride + 80, a1_10);
+            store(acc + 2 * acc_stride + 80, a2_10);
+            store(acc + 3 * acc_stride + 80, a3_10);
+            store(acc + 4 * acc_stride + 80, a4_10);
+            store(acc + 5 * acc_stride + 80, a5_10);
+            store(acc + 6 * acc_stride + 80, a6_10);
+            store(acc + 7 * acc_stride + 80, a7_10);
+        }
+        {
+            V a0_11 = load(acc + 0 * acc_stride + 88);
+            V a1_11 = load(acc + 1 * acc_stride + 88);
+            V a2_11 = load(acc + 2 * acc_stride + 88);
+            V a3_11 = load(acc + 3 * acc_stride + 88);
+            V a4_11 = load(acc + 4 * acc_stride + 88);
+            V a5_11 = load(acc + 5 * acc_stride + 88);
+            V a6_11 = load(acc + 6 * acc_stride + 88);
+            V a7_11 = load(acc + 7 * acc_stride + 88);
+            for (size_t t = 0; t < nb; ++t) {
+                const uint8_t* p = codes + (t0 + t) * 36;
+                // The pass's centroids first, then one weight at a time: live are the
+                // accumulators, these centroids and one broadcast weight (all the
+                // weights at once spilled an accumulator on AVX2: 1.2x slower).
+                const V c11 = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(field<7, 255>(p + 28))));
+                {
+                    const V wt = set1(wts[0][t]);
+                    a0_11 = fmadd(wt, c11, a0_11);
+                }
+                {
+                    const V wt = set1(wts[1][t]);
+                    a1_11 = fmadd(wt, c11, a1_11);
+                }
+                {
+                    const V wt = set1(wts[2][t]);
+                    a2_11 = fmadd(wt, c11, a2_11);
+                }
+                {
+                    const V wt = set1(wts[3][t]);
+                    a3_11 = fmadd(wt, c11, a3_11);
+                }
+                {
+                    const V wt = set1(wts[4][t]);
+                    a4_11 = fmadd(wt, c11, a4_11);
+                }
+                {
+                    const V wt = set1(wts[5][t]);
+                    a5_11 = fmadd(wt, c11, a5_11);
+                }
+                {
+                    const V wt = set1(wts[6][t]);
+                    a6_11 = fmadd(wt, c11, a6_11);
+                }
+                {
+                    const V wt = set1(wts[7][t]);
+                    a7_11 = fmadd(wt, c11, a7_11);
+                }
+            }
+            store(acc + 0 * acc_stride + 88, a0_11);
+            store(acc + 1 * acc_stride + 88, a1_11);
+            store(acc + 2 * acc_stride + 88, a2_11);
+            store(acc + 3 * acc_stride + 88, a3_11);
+            store(acc + 4 * acc_stride + 88, a4_11);
+            store(acc + 5 * acc_stride + 88, a5_11);
+            store(acc + 6 * acc_stride + 88, a6_11);
+            store(acc + 7 * acc_stride + 88, a7_11);
+        }
+    }
+}
+
+// acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.
 void tq_accumulate_d96_b3__neon(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes, const float* scales,
                                 size_t n, float* acc, size_t acc_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -727,7 +1462,8 @@ void tq_accumulate_d96_b3__neon(const float* weights, size_t weight_stride, size
             case 1: tq_accumulate_d96_b3__neon_q1(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 1; break;
             case 2: tq_accumulate_d96_b3__neon_q2(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 2; break;
             case 3: tq_accumulate_d96_b3__neon_q3(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 3; break;
-            default: tq_accumulate_d96_b3__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_accumulate_d96_b3__neon_q4(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 4; break;
+            default: tq_accumulate_d96_b3__neon_q8(weights + j * weight_stride, weight_stride, codes, scales, n, acc + j * acc_stride, acc_stride); j += 8; break;
         }
     }
 }

@@ -29,86 +29,169 @@ static void tq_score_d160_b3__neon_queries(const float* q, const uint8_t* codes,
         // 2 partial sums per key and query (generator option --score-accumulators: latency vs registers)
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 40))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 48))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 8), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 52), field<1, 1>(p + 36)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 16), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 44))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 24), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 52))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 40))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 40), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 48))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 48), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 52), field<3, 1>(p + 36)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 56), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 44))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 52))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 72), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 40))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 80), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 48))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 88), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 52), field<5, 1>(p + 36)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 96), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 44))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 104), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 52))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 112), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 40))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 120), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 48))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 128), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 52), field<7, 255>(p + 36)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 136), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 44))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 144), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 52))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 152), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 52), field<1, 1>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 52))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 44))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 52), field<5, 1>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 52))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 44))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 144), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 44))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 52), field<3, 1>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 52))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 44))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 120), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 52), field<7, 255>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 136), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 52))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 152), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(blend<0xf0>(field<0, 1, -4>(p + 52), field<1, 1>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 24), shl<2>(field<1, 1>(p + 44))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 32), shl<2>(field<1, 1>(p + 52))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 0), shl<2>(field<2, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 8), shl<2>(field<2, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 16), shl<2>(blend<0xf0>(field<2, 1, -4>(p + 52), field<3, 1>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 24), shl<2>(field<3, 1>(p + 44))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 32), shl<2>(field<3, 1>(p + 52))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(field<4, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 16), shl<2>(blend<0xf0>(field<4, 1, -4>(p + 52), field<5, 1>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 24), shl<2>(field<5, 1>(p + 44))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 32), shl<2>(field<5, 1>(p + 52))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 0), shl<2>(field<6, 1>(p + 40))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 120), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 8), shl<2>(field<6, 1>(p + 48))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 16), shl<2>(blend<0xf0>(field<6, 1, -4>(p + 52), field<7, 255>(p + 36)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 136), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 24), shl<2>(field<7, 255>(p + 44))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 144), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 32), shl<2>(field<7, 255>(p + 52))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 152), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -129,7 +212,7 @@ static void tq_score_d160_b3__neon_queries(const float* q, const uint8_t* codes,
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d160_b3__neon(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                             size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -137,7 +220,8 @@ void tq_score_d160_b3__neon(const float* q, size_t n_queries, const uint8_t* cod
             case 1: tq_score_d160_b3__neon_queries<1>(q + j * 160, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d160_b3__neon_queries<2>(q + j * 160, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d160_b3__neon_queries<3>(q + j * 160, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d160_b3__neon_queries<4>(q + j * 160, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d160_b3__neon_queries<4>(q + j * 160, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d160_b3__neon_queries<8>(q + j * 160, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

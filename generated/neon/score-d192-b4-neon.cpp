@@ -59,102 +59,201 @@ static void tq_score_d192_b4__neon_queries(const float* q, const uint8_t* codes,
         const I w0 = load_dwords(p + 0);
         const I w1 = load_dwords(p + 32);
         const I w2 = load_dwords(p + 64);
-        {
-            const V c = centroids0.lookup_field<15>(w0);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<4>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 8), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<8>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 16), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<12>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 24), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<16>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<20>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 40), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<24>(w0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 48), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<28>(w0));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 56), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(w1);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<4>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 72), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<8>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 80), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<12>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 88), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<16>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 96), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<20>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 104), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<24>(w1));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 112), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<28>(w1));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 120), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(w2);
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 128), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<4>(w2));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 136), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<8>(w2));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 144), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<12>(w2));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 152), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<16>(w2));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 160), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<20>(w2));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 168), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup_field<15>(shr<24>(w2));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 176), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(shr<28>(w2));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 184), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup_field<15>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(w1);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(w2);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w2));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 144), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w2));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 160), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w2));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 176), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 120), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 136), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 152), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 168), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 184), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup_field<15>(w0);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w0));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(w1);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 88), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 96), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 104), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w1));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 112), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w1));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 120), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(w2);
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 128), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<4>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 136), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<8>(w2));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 144), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<12>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 152), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<16>(w2));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 160), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<20>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 168), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup_field<15>(shr<24>(w2));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 176), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(shr<28>(w2));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 184), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -175,7 +274,7 @@ static void tq_score_d192_b4__neon_queries(const float* q, const uint8_t* codes,
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d192_b4__neon(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                             size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -183,7 +282,8 @@ void tq_score_d192_b4__neon(const float* q, size_t n_queries, const uint8_t* cod
             case 1: tq_score_d192_b4__neon_queries<1>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d192_b4__neon_queries<2>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d192_b4__neon_queries<3>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d192_b4__neon_queries<4>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d192_b4__neon_queries<4>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d192_b4__neon_queries<8>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

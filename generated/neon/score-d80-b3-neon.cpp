@@ -29,46 +29,89 @@ static void tq_score_d80_b3__neon_queries(const float* q, const uint8_t* codes, 
         // 2 partial sums per key and query (generator option --score-accumulators: latency vs registers)
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 20))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xfc>(field<0, 1, -6>(p + 22), field<1, 1>(p + 18)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 8), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(blend<0xf0>(field<0, 3>(p + 16), field<2, 3, 4>(p + 0)), shl<2>(blend<0xf0>(field<1, 1, -4>(p + 22), field<2, 1>(p + 16)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 16), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 4), shl<2>(blend<0xc0>(field<2, 1, -2>(p + 22), field<3, 1>(p + 14)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 24), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<2, 3>(p + 12), shl<2>(field<3, 1>(p + 22))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 20))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 40), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xfc>(field<4, 1, -6>(p + 22), field<5, 1>(p + 18)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 48), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(blend<0xf0>(field<4, 3>(p + 16), field<6, 255, 4>(p + 0)), shl<2>(blend<0xf0>(field<5, 1, -4>(p + 22), field<6, 1>(p + 16)))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 56), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xc0>(field<6, 1, -2>(p + 22), field<7, 255>(p + 14)))));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(or_(field<6, 255>(p + 12), shl<2>(field<7, 255>(p + 22))));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 72), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 20))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xf0>(field<0, 3>(p + 16), field<2, 3, 4>(p + 0)), shl<2>(blend<0xf0>(field<1, 1, -4>(p + 22), field<2, 1>(p + 16)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 12), shl<2>(field<3, 1>(p + 22))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xfc>(field<4, 1, -6>(p + 22), field<5, 1>(p + 18)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xc0>(field<6, 1, -2>(p + 22), field<7, 255>(p + 14)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xfc>(field<0, 1, -6>(p + 22), field<1, 1>(p + 18)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 4), shl<2>(blend<0xc0>(field<2, 1, -2>(p + 22), field<3, 1>(p + 14)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 20))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xf0>(field<4, 3>(p + 16), field<6, 255, 4>(p + 0)), shl<2>(blend<0xf0>(field<5, 1, -4>(p + 22), field<6, 1>(p + 16)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 12), shl<2>(field<7, 255>(p + 22))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 72), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 20))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(blend<0xfc>(field<0, 1, -6>(p + 22), field<1, 1>(p + 18)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xf0>(field<0, 3>(p + 16), field<2, 3, 4>(p + 0)), shl<2>(blend<0xf0>(field<1, 1, -4>(p + 22), field<2, 1>(p + 16)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 4), shl<2>(blend<0xc0>(field<2, 1, -2>(p + 22), field<3, 1>(p + 14)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<2, 3>(p + 12), shl<2>(field<3, 1>(p + 22))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 0), shl<2>(field<4, 1>(p + 20))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<4, 3>(p + 8), shl<2>(blend<0xfc>(field<4, 1, -6>(p + 22), field<5, 1>(p + 18)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(blend<0xf0>(field<4, 3>(p + 16), field<6, 255, 4>(p + 0)), shl<2>(blend<0xf0>(field<5, 1, -4>(p + 22), field<6, 1>(p + 16)))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xc0>(field<6, 1, -2>(p + 22), field<7, 255>(p + 14)))));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(or_(field<6, 255>(p + 12), shl<2>(field<7, 255>(p + 22))));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 72), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -89,7 +132,7 @@ static void tq_score_d80_b3__neon_queries(const float* q, const uint8_t* codes, 
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d80_b3__neon(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                            size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -97,7 +140,8 @@ void tq_score_d80_b3__neon(const float* q, size_t n_queries, const uint8_t* code
             case 1: tq_score_d80_b3__neon_queries<1>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d80_b3__neon_queries<2>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d80_b3__neon_queries<3>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d80_b3__neon_queries<4>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d80_b3__neon_queries<4>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d80_b3__neon_queries<8>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

@@ -29,54 +29,105 @@ static void tq_score_d96_b4__neon_queries(const float* q, const uint8_t* codes, 
         // 2 partial sums per key and query (generator option --score-accumulators: latency vs registers)
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
-        {
-            const V c = centroids0.lookup(field<0, 15>(p + 0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 0), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<0, 15>(p + 8));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 8), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<0, 15>(p + 16));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 16), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<0, 15>(p + 24));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 24), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<0, 15>(p + 32));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 32), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<0, 15>(p + 40));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 40), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<4, 255>(p + 0));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 48), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<4, 255>(p + 8));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 56), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<4, 255>(p + 16));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 64), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<4, 255>(p + 24));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 72), c, a1[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<4, 255>(p + 32));
-            for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 80), c, a0[j]);
-        }
-        {
-            const V c = centroids0.lookup(field<4, 255>(p + 40));
-            for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 88), c, a1[j]);
-        }
+        if constexpr (Q > 4) {  // one partial sum's registers after another: Q sums live, each in the same order
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 16));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 32));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 16));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 32));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 8));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 24));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 40));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 8));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 24));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 40));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 88), c, a1[j]);
+            }
+} else {  // the partial sums interleaved: more independent FMAs in flight
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 0), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 8));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 8), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 16));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 16), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 24));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 24), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 32));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 32), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<0, 15>(p + 40));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 40), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 0));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 48), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 8));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 56), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 16));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 64), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 24));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 72), c, a1[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 32));
+                for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 80), c, a0[j]);
+            }
+            {
+                const V c = centroids0.lookup(field<4, 255>(p + 40));
+                for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 88), c, a1[j]);
+            }
+}
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;
@@ -97,7 +148,7 @@ static void tq_score_d96_b4__neon_queries(const float* q, const uint8_t* codes, 
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_d96_b4__neon(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                            size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -105,7 +156,8 @@ void tq_score_d96_b4__neon(const float* q, size_t n_queries, const uint8_t* code
             case 1: tq_score_d96_b4__neon_queries<1>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_d96_b4__neon_queries<2>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_d96_b4__neon_queries<3>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_d96_b4__neon_queries<4>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_d96_b4__neon_queries<4>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_d96_b4__neon_queries<8>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }
