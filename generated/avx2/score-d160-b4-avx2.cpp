@@ -110,7 +110,7 @@ static void tq_score_d160_b4__avx2_queries(const float* q, const uint8_t* codes,
                 const V c = centroids0.lookup(field<4, 255>(p + 72));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 152), c, a1[j]);
             }
-} else {  // the partial sums interleaved: more independent FMAs in flight
+        } else {  // the partial sums interleaved: more independent FMAs in flight
             {
                 const V c = centroids0.lookup(field<0, 15>(p + 0));
                 for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 0), c, a0[j]);
@@ -191,7 +191,7 @@ static void tq_score_d160_b4__avx2_queries(const float* q, const uint8_t* codes,
                 const V c = centroids0.lookup(field<4, 255>(p + 72));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 152), c, a1[j]);
             }
-}
+        }
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;

@@ -70,7 +70,7 @@ static void tq_score_d160_b2__avx512_queries(const float* q, const uint8_t* code
                 const V c = centroids0.lookup(field<6, 255>(p + 24));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 144), c, a1[j]);
             }
-} else {  // the partial sums interleaved: more independent FMAs in flight
+        } else {  // the partial sums interleaved: more independent FMAs in flight
             {
                 const V c = centroids0.lookup(field<0, 3>(p + 0));
                 for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 160 + 0), c, a0[j]);
@@ -111,7 +111,7 @@ static void tq_score_d160_b2__avx512_queries(const float* q, const uint8_t* code
                 const V c = centroids0.lookup(field<6, 255>(p + 24));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 160 + 144), c, a1[j]);
             }
-}
+        }
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;

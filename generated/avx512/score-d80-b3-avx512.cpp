@@ -50,7 +50,7 @@ static void tq_score_d80_b3__avx512_queries(const float* q, const uint8_t* codes
                 const V c = centroids0.lookup(or_(blend<0xf000>(field<4, 3>(p + 8), field<6, 255, 12>(p + 0)), shl<2>(blend<0xf000>(blend<0xffc>(field<4, 1, -14>(p + 14), field<5, 1, -4>(p + 14)), field<6, 1>(p + 8)))));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 80 + 48), c, a1[j]);
             }
-} else {  // the partial sums interleaved: more independent FMAs in flight
+        } else {  // the partial sums interleaved: more independent FMAs in flight
             {
                 const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(blend<0xfc00>(field<0, 1, -6>(p + 14), field<1, 1>(p + 10)))));
                 for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 0), c, a0[j]);
@@ -71,7 +71,7 @@ static void tq_score_d80_b3__avx512_queries(const float* q, const uint8_t* codes
                 const V c = centroids0.lookup(or_(field<6, 255>(p + 4), shl<2>(blend<0xffc0>(field<6, 1, -10>(p + 14), field<7, 255>(p + 14)))));
                 for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 80 + 64), c, a0[j]);
             }
-}
+        }
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;

@@ -126,7 +126,7 @@ static void tq_score_d192_b3__neon_queries(const float* q, const uint8_t* codes,
                 const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 184), c, a1[j]);
             }
-} else {  // the partial sums interleaved: more independent FMAs in flight
+        } else {  // the partial sums interleaved: more independent FMAs in flight
             {
                 const V c = centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48))));
                 for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 192 + 0), c, a0[j]);
@@ -223,7 +223,7 @@ static void tq_score_d192_b3__neon_queries(const float* q, const uint8_t* codes,
                 const V c = centroids0.lookup(or_(field<6, 255>(p + 40), shl<2>(field<7, 255>(p + 64))));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 192 + 184), c, a1[j]);
             }
-}
+        }
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;

@@ -78,7 +78,7 @@ static void tq_score_d96_b2__neon_queries(const float* q, const uint8_t* codes, 
                 const V c = centroids0.lookup(field<6, 255>(p + 16));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 88), c, a1[j]);
             }
-} else {  // the partial sums interleaved: more independent FMAs in flight
+        } else {  // the partial sums interleaved: more independent FMAs in flight
             {
                 const V c = centroids0.lookup(field<0, 3>(p + 0));
                 for (int j = 0; j < Q; ++j) a0[j] = fmadd(load(qp + j * 96 + 0), c, a0[j]);
@@ -127,7 +127,7 @@ static void tq_score_d96_b2__neon_queries(const float* q, const uint8_t* codes, 
                 const V c = centroids0.lookup(field<6, 255>(p + 16));
                 for (int j = 0; j < Q; ++j) a1[j] = fmadd(load(qp + j * 96 + 88), c, a1[j]);
             }
-}
+        }
         for (int j = 0; j < Q; ++j) sums[j] = add(a0[j], a1[j]);
     };
     size_t t = 0;

@@ -51,8 +51,7 @@ int check_call(const char* fn, const fa_tq_state* state, const fa_tq_cache* cach
         return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache attends from its newest position (" +
                                                    std::to_string(newest) + "), not pos " + std::to_string(pos));
     const std::size_t q_floats = std::size_t(n_tokens) * std::size_t(n_q_heads) * std::size_t(d);
-    if (q_floats / std::size_t(n_tokens) / std::size_t(d) != std::size_t(n_q_heads) ||
-        std::size_t(kv_heads) * (std::size_t(n_tokens) / 16 + 1) > std::size_t(INT_MAX))
+    if (q_floats / std::size_t(n_tokens) / std::size_t(d) != std::size_t(n_q_heads))
         return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(n_tokens) + " tokens x " +
                                                    std::to_string(n_q_heads) + " query heads is too many for one call");
     return check_finite(fn, q, q_floats, "q");
