@@ -3,10 +3,12 @@
 // rounding, every executor gives the same bytes, and the executor's setters
 // validate their arguments.
 #include "cache_support.hpp"
+#include "fa_tq_chunks.hpp"    // the cuts of the flash-decoding split
 #include "fa_tq_internal.hpp"  // the executor, to check that a failed setter kept it
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -70,6 +72,15 @@ std::vector<float> outputs(const tq::Quantizer& quant, const Case& c, Executor e
     return out;
 }
 
+// K4/V2 with no centering, smoothing or sinks: the whole cache one piece.
+tq::Config without_levers() {
+    tq::Config plain{4, 2};
+    plain.center = FA_TQ_CENTER_NONE;
+    plain.smooth = FA_TQ_SMOOTH_NONE;
+    plain.sinks = FA_TQ_NO_SINKS;
+    return plain;
+}
+
 // The worst |split - one pass| / |one pass| over the output vectors.
 double worst_relative(const std::vector<float>& got, const std::vector<float>& want, int d) {
     double worst = 0;
@@ -87,15 +98,11 @@ TEST_CASE("parallel: every split, thread count and executor equals one pass to f
     if (!tq::test::has_config(d, 4, 2)) return;
     // With the default levers (centering and smoothing per block of 128, a sink)
     // and without any, so that chunks cut blocks and sinks in every way.
-    tq::Config plain{4, 2};
-    plain.center = FA_TQ_CENTER_NONE;
-    plain.smooth = FA_TQ_SMOOTH_NONE;
-    plain.sinks = FA_TQ_NO_SINKS;
-    const tq::Quantizer levers(d, {4, 2}, 9), none(d, plain, 9);
+    const tq::Quantizer levers(d, {4, 2}, 9), none(d, without_levers(), 9);
     const Case cases[] = {
-        {4, 4, 600, 1024, KVCache::Mode::linear},   // chunks of 256: 256, 256, 88
+        {4, 4, 600, 1024, KVCache::Mode::linear},   // chunks of 256: 257, 256, 87 with the sink
         {8, 2, 700, 300, KVCache::Mode::ring},      // a ring that wraps inside a chunk
-        {4, 1, 17000, 17000, KVCache::Mode::linear},  // 17000 slots: 64 chunks of 266
+        {4, 1, 17000, 17000, KVCache::Mode::linear},  // 17000 slots: 64 chunks of about 266
     };
     for (const tq::Quantizer* quant : {&levers, &none}) {
         for (const Case& c : cases) {
@@ -178,4 +185,58 @@ TEST_CASE("parallel: the executor's setters validate their arguments and change 
     fa_tq_cache_free(cache);
     KVCache wrapped(quant, 1, 1, 8);
     CHECK_THROWS_AS(wrapped.set_threads(0), tq::Error);
+}
+
+TEST_CASE("parallel: flash-decoding cuts move to the nearest block boundary within a quarter chunk") {
+    const int d = tq::test::main_head_dim();
+    if (!tq::test::has_config(d, 4, 2)) return;
+    const tq::Quantizer levers(d, {4, 2}, 9), none(d, without_levers(), 9);  // levers: a sink, then blocks of 128
+    struct Cut {
+        const tq::Quantizer* quant;
+        int kv_heads, capacity;
+        bool ring;
+        long first, last;  // the visible positions
+    };
+    const Cut cuts[] = {
+        {&levers, 1, 17000, false, 0, 16999},  // 64 chunks of about 266: every cut on a block edge
+        {&levers, 2, 700, true, 300, 999},     // a ring's two runs of slots
+        {&none, 1, 17000, false, 0, 16999},    // one piece: the cuts stay at c L
+    };
+    for (const Cut& c : cuts) {
+        CAPTURE(c.capacity);
+        CAPTURE(c.ring);
+        fa_tq_cache* cache = (c.ring ? fa_tq_cache_new_ring : fa_tq_cache_new)(c.quant->get(), 1, c.kv_heads, c.capacity);
+        REQUIRE(cache);
+        std::vector<tq::detail::Piece> pieces;
+        tq::detail::cut_pieces(cache, cache->layers[0], c.first, c.last, pieces);
+        const std::size_t n = std::size_t(c.last - c.first + 1);
+        const std::size_t length = std::max<std::size_t>(FA_TQ_PARALLEL_CHUNK, (n + 63) / 64);
+        const auto one = tq::detail::chunking(n, false, c.kv_heads, pieces);
+        CHECK((one.count == 1 && one.bounds[0] == 0 && one.bounds[1] == n && one.longest == n));
+        const auto chunks = tq::detail::chunking(n, true, c.kv_heads, pieces);
+        REQUIRE(chunks.count == (n + length - 1) / length);
+        CHECK(chunks.bounds[0] == 0);
+        CHECK(chunks.bounds[chunks.count] == n);
+        std::size_t longest = 0;
+        for (std::size_t i = 1; i <= chunks.count; ++i) {
+            CAPTURE(i);
+            CHECK(chunks.bounds[i] > chunks.bounds[i - 1]);
+            longest = std::max(longest, chunks.bounds[i] - chunks.bounds[i - 1]);
+            if (i == chunks.count) break;
+            const std::size_t target = i * length, cut = chunks.bounds[i];
+            CHECK((cut > target ? cut - target : target - cut) <= length / 4);
+            const bool on_edge = std::any_of(pieces.begin(), pieces.end(), [&](const tq::detail::Piece& p) {
+                return p.slot_begin == cut || tq::detail::slot_end(p) == cut;
+            });
+            CHECK(on_edge == (c.quant == &levers));
+            const std::size_t moved = cut > target ? cut - target : target - cut;
+            for (const tq::detail::Piece& p : pieces)  // no edge inside (0, n) is nearer
+                for (std::size_t edge : {p.slot_begin, tq::detail::slot_end(p)})
+                    if (edge > 0 && edge < n) CHECK((edge > target ? edge - target : target - edge) >= moved);
+            if (c.quant == &none) CHECK(cut == target);
+        }
+        CHECK(chunks.longest == longest);
+        CHECK(longest <= length + length / 2);
+        fa_tq_cache_free(cache);
+    }
 }

@@ -15,6 +15,7 @@
 #include "fa_tq_attend.hpp"
 
 #include "fa_tq_blocks.hpp"
+#include "fa_tq_chunks.hpp"
 #include "half_float.hpp"
 #include "last_error.hpp"
 #include "norms.hpp"
@@ -22,7 +23,6 @@
 
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <new>
@@ -31,59 +31,11 @@
 namespace tq::detail {
 namespace {
 
-
-// Positions [begin, end) of one kind: sinks, or one mean block, in consecutive slots.
-struct Piece {
-    long pos_begin, pos_end;  // cache positions (absolute minus evicted)
-    std::size_t slot_begin;
-    bool sink;
-};
-
-// Cuts the visible positions [first, last] at sink and block boundaries and at the ring's wrap.
-void cut_pieces(const fa_tq_cache* cache, const fa_tq_layer& lay, long first, long last, std::vector<Piece>& out) {
-    out.clear();
-    const bool blocks = has_blocks(lay.keys) || has_blocks(lay.values);
-    for (long p = first; p <= last;) {
-        const long a = p + cache->evicted;
-        long end = last + 1;
-        const bool sink = is_sink(lay.levers, a);
-        if (sink)
-            end = std::min(end, lay.levers.sinks - cache->evicted);
-        else if (blocks)
-            end = std::min(end, block_end(lay.levers, block_of(lay.levers, a)) - cache->evicted);
-        if (cache->ring) end = std::min(end, (p / cache->max_seq_len + 1) * long(cache->max_seq_len));
-        out.push_back({p, end, std::size_t(cache->slot(int(p))), sink});
-        p = end;
-    }
-}
-
-// Where cut_pieces' slots start again from 0 (a ring's wrap), or the number of pieces.
-std::size_t wrap_index(const std::vector<Piece>& pieces) {
-    for (std::size_t i = 1; i < pieces.size(); ++i)
-        if (pieces[i].slot_begin < pieces[i - 1].slot_begin) return i;
-    return pieces.size();
-}
-
 // A magnitude in a message: "1.2e+39".
 std::string magnitude(double x) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3g", x);
     return text;
-}
-
-// How the visible slots [0, n) are cut for flash-decoding: one chunk when the cache
-// has no executor (today's one pass), else chunks of FA_TQ_PARALLEL_CHUNK or more
-// slots, at most kMaxChunks per KV head.  Never depends on the thread count.
-struct Chunking {
-    std::size_t length, count;
-};
-
-Chunking chunking(std::size_t n, bool parallel, int kv_heads) {
-    // At most 64 chunks (bounds the partials kept for the merge), and an int's worth of tasks.
-    const std::size_t max_chunks = std::min<std::size_t>(64, std::size_t(INT_MAX / kv_heads));
-    if (!parallel || max_chunks < 2) return {n, 1};
-    const std::size_t length = std::max<std::size_t>(FA_TQ_PARALLEL_CHUNK, (n + max_chunks - 1) / max_chunks);
-    return {length, (n + length - 1) / length};
 }
 
 // What one query head's attention over one chunk leaves for the merge: its max
@@ -116,9 +68,7 @@ struct ChunkAttention {
         const std::size_t bounds[] = {0, wrap, pieces.size()};
         for (int r = 0; r < 2; ++r) {
             const auto first = pieces.begin() + std::ptrdiff_t(bounds[r]), last = pieces.begin() + std::ptrdiff_t(bounds[r + 1]);
-            const auto b = std::partition_point(first, last, [&](const Piece& pc) {
-                return pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin) <= c0;
-            });
+            const auto b = std::partition_point(first, last, [&](const Piece& pc) { return slot_end(pc) <= c0; });
             const auto e = std::partition_point(b, last, [&](const Piece& pc) { return pc.slot_begin < c1; });
             out[r] = {std::size_t(b - pieces.begin()), std::size_t(e - pieces.begin())};
         }
@@ -157,7 +107,7 @@ struct ChunkAttention {
         // Each piece's slots that fall in [c0, c1): [s0, s1).
         auto span = [&](const Piece& pc, std::size_t& s0, std::size_t& s1) {
             s0 = std::max(pc.slot_begin, c0);
-            s1 = std::min(pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin), c1);
+            s1 = std::min(slot_end(pc), c1);
             return s0 < s1;
         };
         std::size_t s0, s1;
@@ -255,7 +205,7 @@ struct DecodeJob {
     int d;
     bool f16;
     float *key_scales, *value_scales;  // [kv_head][n]: halves widened by each chunk's task
-    float* scores;                     // [task][group][chunks.length]
+    float* scores;                     // [task][group][chunks.longest]
     float* q_smooth;                   // [task][group + 2][d]
     float* acc;                        // [query head][chunk][d]
     double* extra;                     // [query head][chunk][d]
@@ -265,11 +215,11 @@ struct DecodeJob {
 
     void run(int index) const {
         const std::size_t t = std::size_t(index), g = t / chunks.count, c = t % chunks.count;
-        const std::size_t c0 = c * chunks.length, c1 = std::min(n, c0 + chunks.length);
+        const std::size_t c0 = chunks.bounds[c], c1 = chunks.bounds[c + 1];
         const float* ks = widen(keys, g, c0, c1, key_scales);
         const float* vs = widen(values, g, c0, c1, value_scales);
         const std::size_t p = g * std::size_t(attend.group) * chunks.count + c;  // (first head of g, chunk c)
-        attend.run(int(g), ks, vs, c0, c1, scores + t * attend.group * chunks.length,
+        attend.run(int(g), ks, vs, c0, c1, scores + t * attend.group * chunks.longest,
                    q_smooth + t * (attend.group + 2) * d,
                    {acc + p * d, extra + p * d, chunks.count, partials + p, chunks.count});
     }
@@ -395,7 +345,7 @@ struct PrefillJob {
             std::size_t s0, s1;
             auto span = [&](const Piece& pc) {
                 s0 = std::max(pc.slot_begin, c0);
-                s1 = std::min(pc.slot_begin + std::size_t(pc.pos_end - pc.pos_begin), c1);
+                s1 = std::min(slot_end(pc), c1);
                 return s0 < s1;
             };
             for (auto [b, e] : runs)
@@ -506,6 +456,7 @@ struct Scratch {
     std::vector<double> extra, merged_extra;
     std::vector<Partial> partials;
     std::vector<Piece> pieces;
+    Chunking chunks;  // a decode call's, cut by reserve_decode
 
     // What both kinds of call use: rotated queries, per task and query row (a query
     // head of its group, or a tile's token x head) scores (chunk each) and a smoothed
@@ -549,16 +500,16 @@ void rotate_queries(const fa_tq_state* state, const float* q, std::size_t heads,
 int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_q_heads) {
     const int kv_heads = cache->num_heads, d = lay.head_dim;
     const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
-    const Chunking chunks = chunking(n, cache->parallel(), kv_heads);
-    const std::size_t tasks = std::size_t(kv_heads) * chunks.count, parts = std::size_t(n_q_heads) * chunks.count;
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        s.resize(std::size_t(n_q_heads), tasks, std::size_t(n_q_heads / kv_heads), chunks.length, parts,
+        cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
+        const Chunking& chunks = s.chunks = chunking(n, cache->parallel(), kv_heads, s.pieces);
+        const std::size_t tasks = std::size_t(kv_heads) * chunks.count, parts = std::size_t(n_q_heads) * chunks.count;
+        s.resize(std::size_t(n_q_heads), tasks, std::size_t(n_q_heads / kv_heads), chunks.longest, parts,
                  f16 ? std::size_t(kv_heads) * n : 0, d);
         s.merged.resize(std::size_t(n_q_heads) * d);
         s.merged_extra.resize(2 * std::size_t(n_q_heads) * d);
-        cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n) + " scores");
     }
@@ -569,8 +520,8 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
                    const float* q, int n_q_heads, float scale, float* out) {
     const int kv_heads = cache->num_heads, d = state->head_dim;
     const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
-    const Chunking chunks = chunking(n, cache->parallel(), kv_heads);
     Scratch& s = scratch;
+    const Chunking& chunks = s.chunks;
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
                                 wrap_index(s.pieces), softmax_for(state->kernels->isa)};

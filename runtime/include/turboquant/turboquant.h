@@ -187,8 +187,9 @@ int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int laye
 
 /* Threads inside one attention call.  With an executor set, fa_tq_attention
  * splits its work by KV head and along the sequence (flash-decoding: chunks of
- * FA_TQ_PARALLEL_CHUNK or more positions, each keeping its max, its sum and its
- * partial output, merged by log-sum-exp), so a single KV head uses every core.
+ * about FA_TQ_PARALLEL_CHUNK or more positions, each keeping its max, its sum
+ * and its partial output, merged by log-sum-exp), so a single KV head uses
+ * every core.
  * The executor is one of:
  *   - none, the default (fa_tq_cache_set_threads(cache, 1)): one pass per KV
  *     head on the calling thread;
@@ -196,9 +197,10 @@ int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int laye
  *     workers that the cache starts here and stops in fa_tq_cache_free); a call
  *     that finds the pool busy with another layer's call runs on its own thread;
  *   - the engine's pool, through fa_tq_cache_set_parallel_for.
- * The split depends on the number of positions only, never on the thread count
- * or on which executor runs it: a pool of any size and the engine's give the
- * same bytes, which equal the one-pass output (no executor) to float rounding.
+ * The split depends on the positions (and where the levers' blocks begin)
+ * only, never on the thread count or on which executor runs it: a pool of any
+ * size and the engine's give the same bytes, which equal the one-pass output
+ * (no executor) to float rounding.
  * Setting an executor needs exclusive access to the cache.  n_threads: 1 ..
  * FA_TQ_MAX_THREADS. */
 #define FA_TQ_PARALLEL_CHUNK 256
