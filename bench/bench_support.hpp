@@ -1,5 +1,6 @@
-// What the two benchmark programs share: a cheap deterministic fill, a reporter
-// that keeps every run's time for the summary, and the CPU's name.
+// What the benchmark programs share: a cheap deterministic fill, an executor that
+// runs tasks in order, a reporter that keeps every run's time for the summary, and
+// the CPU's name.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -21,6 +22,13 @@ inline void fill(std::vector<float>& v, std::uint64_t seed) {
         s ^= s << 17;
         x = float(s >> 40) / float(1 << 23) - 1.0f;
     }
+}
+
+// An executor (fa_tq_parallel_for) that runs every task in order on the calling
+// thread: the flash-decoding split that threads get, with none of the threads' gain,
+// so its cost alone.
+inline void in_order(void*, int n, void (*task)(void*, int), void* arg) {
+    for (int i = 0; i < n; ++i) task(arg, i);
 }
 
 // Keeps every run's time (ns per iteration) for the summary.

@@ -31,10 +31,6 @@ bool non_negative(const char* text, int& out) {
     return true;
 }
 
-void in_order(void*, int n, void (*task)(void*, int), void* arg) {
-    for (int i = 0; i < n; ++i) task(arg, i);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,7 +46,7 @@ int main(int argc, char** argv) {
     config.value_bits = float(bits);
     fa_tq_state* state = fa_tq_init(d, config, 1);
     fa_tq_cache* cache = state ? fa_tq_cache_new(state, 1, kv_heads, context) : nullptr;
-    if (!cache || (split && fa_tq_cache_set_parallel_for(cache, in_order, nullptr) != FA_TQ_OK)) {
+    if (!cache || (split && fa_tq_cache_set_parallel_for(cache, tq::bench::in_order, nullptr) != FA_TQ_OK)) {
         std::fprintf(stderr, "tq-decode-calls: %s\n", fa_tq_last_error());
         fa_tq_cache_free(cache);
         fa_tq_free(state);

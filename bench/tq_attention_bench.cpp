@@ -91,13 +91,9 @@ struct Setup {
     void threads(int n) {
         if (fa_tq_cache_set_threads(cache.get(), n) != FA_TQ_OK) throw std::runtime_error(fa_tq_last_error());
     }
-    // An executor that runs every task in order on the calling thread: the chunked
-    // split that threads get, with none of the threads' gain, so its cost alone.
+    // The chunked split on the calling thread (tq::bench::in_order).
     void serial_split() {
-        const fa_tq_parallel_for in_order = [](void*, int n, void (*task)(void*, int), void* arg) {
-            for (int i = 0; i < n; ++i) task(arg, i);
-        };
-        if (fa_tq_cache_set_parallel_for(cache.get(), in_order, nullptr) != FA_TQ_OK)
+        if (fa_tq_cache_set_parallel_for(cache.get(), tq::bench::in_order, nullptr) != FA_TQ_OK)
             throw std::runtime_error(fa_tq_last_error());
     }
 };

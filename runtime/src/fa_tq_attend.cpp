@@ -22,7 +22,6 @@
 #include "softmax.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <new>
@@ -61,19 +60,7 @@ struct ChunkAttention {
     std::size_t wrap;  // pieces [0, wrap) and [wrap, size) each run in increasing slots (a ring's wrap)
     Softmax softmax;   // softmax_for(the kernels' ISA), resolved once per call
 
-    // The index ranges of the pieces that may meet slots [c0, c1): a binary search in
-    // each run, so that a chunk costs its own pieces, not all of them.
-    std::array<std::pair<std::size_t, std::size_t>, 2> candidates(std::size_t c0, std::size_t c1) const {
-        std::array<std::pair<std::size_t, std::size_t>, 2> out{};
-        const std::size_t bounds[] = {0, wrap, pieces.size()};
-        for (int r = 0; r < 2; ++r) {
-            const auto first = pieces.begin() + std::ptrdiff_t(bounds[r]), last = pieces.begin() + std::ptrdiff_t(bounds[r + 1]);
-            const auto b = std::partition_point(first, last, [&](const Piece& pc) { return slot_end(pc) <= c0; });
-            const auto e = std::partition_point(b, last, [&](const Piece& pc) { return pc.slot_begin < c1; });
-            out[r] = {std::size_t(b - pieces.begin()), std::size_t(e - pieces.begin())};
-        }
-        return out;
-    }
+    PieceRanges candidates(std::size_t c0, std::size_t c1) const { return pieces_meeting(pieces, wrap, c0, c1); }
 
     // The exact vector of slot `slot` of a sink piece.
     const float* sink(const fa_tq_stream& s, int kv_head, const Piece& pc, std::size_t slot) const {
@@ -200,7 +187,7 @@ struct ChunkAttention {
 struct DecodeJob {
     const ChunkAttention& attend;
     const fa_tq_stream &keys, &values;
-    Chunking chunks;
+    const Chunking& chunks;
     std::size_t n;
     int d;
     bool f16;
@@ -524,7 +511,7 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
     const Chunking& chunks = s.chunks;
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
-                                wrap_index(s.pieces), softmax_for(state->kernels->isa)};
+                                chunks.wrap, softmax_for(state->kernels->isa)};
     const DecodeJob job{attend,
                         lay.keys,
                         lay.values,

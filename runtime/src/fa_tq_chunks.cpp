@@ -32,26 +32,34 @@ std::size_t wrap_index(const std::vector<Piece>& pieces) {
     return pieces.size();
 }
 
+PieceRanges pieces_meeting(const std::vector<Piece>& pieces, std::size_t wrap, std::size_t c0, std::size_t c1) {
+    PieceRanges out{};
+    const std::size_t runs[] = {0, wrap, pieces.size()};
+    for (int r = 0; r < 2; ++r) {
+        const auto first = pieces.begin() + std::ptrdiff_t(runs[r]), last = pieces.begin() + std::ptrdiff_t(runs[r + 1]);
+        const auto b = std::partition_point(first, last, [&](const Piece& pc) { return slot_end(pc) <= c0; });
+        const auto e = std::partition_point(b, last, [&](const Piece& pc) { return pc.slot_begin < c1; });
+        out[r] = {std::size_t(b - pieces.begin()), std::size_t(e - pieces.begin())};
+    }
+    return out;
+}
+
 Chunking chunking(std::size_t n, bool parallel, int kv_heads, const std::vector<Piece>& pieces) {
-    Chunking out{1, n, {0, n}};
+    Chunking out{1, n, wrap_index(pieces), {0, n}};
     const std::size_t max_chunks = std::min<std::size_t>(Chunking::kMaxChunks, std::size_t(INT_MAX / kv_heads));
     if (!parallel || max_chunks < 2) return out;
     const std::size_t length = std::max<std::size_t>(FA_TQ_PARALLEL_CHUNK, (n + max_chunks - 1) / max_chunks);
     const std::size_t slack = length / 4;  // < length / 2: the cuts stay in order
-    const std::size_t wrap = wrap_index(pieces), runs[] = {0, wrap, pieces.size()};
     out.count = (n + length - 1) / length;
     out.longest = 0;
     for (std::size_t c = 1; c < out.count; ++c) {
         const std::size_t target = c * length;
         std::size_t cut = target, best = slack + 1;
-        for (int r = 0; r < 2; ++r) {  // each run of increasing slots: the piece around target
-            const auto first = pieces.begin() + std::ptrdiff_t(runs[r]);
-            const auto last = pieces.begin() + std::ptrdiff_t(runs[r + 1]);
-            const auto pc = std::partition_point(first, last, [&](const Piece& p) { return slot_end(p) <= target; });
-            if (pc == last || pc->slot_begin > target) continue;
-            for (std::size_t b : {pc->slot_begin, slot_end(*pc)}) {
-                const std::size_t dist = b > target ? b - target : target - b;
-                if (b > 0 && b < n && dist < best) cut = b, best = dist;
+        for (auto [first, last] : pieces_meeting(pieces, out.wrap, target, target + 1)) {  // per run, the piece around target
+            if (first == last) continue;
+            for (std::size_t edge : {pieces[first].slot_begin, slot_end(pieces[first])}) {
+                const std::size_t dist = edge > target ? edge - target : target - edge;
+                if (edge > 0 && edge < n && dist < best) cut = edge, best = dist;
             }
         }
         out.bounds[c] = cut;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace tq::detail {
@@ -25,6 +26,12 @@ void cut_pieces(const fa_tq_cache* cache, const fa_tq_layer& lay, long first, lo
 // Where cut_pieces' slots start again from 0 (a ring's wrap), or the number of pieces.
 std::size_t wrap_index(const std::vector<Piece>& pieces);
 
+// The index ranges [first, last) of the pieces that may meet slots [c0, c1), one per
+// run of increasing slots (pieces [0, wrap) and [wrap, size)): a binary search in each,
+// so that a chunk costs its own pieces, not all of them.
+using PieceRanges = std::array<std::pair<std::size_t, std::size_t>, 2>;
+PieceRanges pieces_meeting(const std::vector<Piece>& pieces, std::size_t wrap, std::size_t c0, std::size_t c1);
+
 // How the visible slots [0, n) are cut for flash-decoding: one chunk when the cache
 // has no executor (one pass), else chunks of about L = FA_TQ_PARALLEL_CHUNK or more
 // slots, at most kMaxChunks per KV head.  Each cut at c L moves to the nearest piece
@@ -35,6 +42,7 @@ std::size_t wrap_index(const std::vector<Piece>& pieces);
 struct Chunking {
     static constexpr std::size_t kMaxChunks = 64;  // bounds the partials kept for the merge
     std::size_t count, longest;
+    std::size_t wrap;                                // wrap_index(pieces), for pieces_meeting
     std::array<std::size_t, kMaxChunks + 1> bounds;  // chunk c: slots [bounds[c], bounds[c + 1])
 };
 Chunking chunking(std::size_t n, bool parallel, int kv_heads, const std::vector<Piece>& pieces);
