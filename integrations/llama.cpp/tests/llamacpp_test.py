@@ -241,6 +241,10 @@ def check_refusals(args):
         ([b / "llama-bench", "-m", args.model, "-ctk", "tq4", "-ctv", "tq4", "-fa", "0", "-p", "8", "-n", "0", "-v"],
          "needs flash attention"),
     ]
+    if args.absent:  # a cache type whose rate this build did not compile: the library's line
+        rate = args.absent.removeprefix("tq")
+        cases.append(([b / "llama-perplexity", *m, "-f", args.model, "-ctk", args.absent, "-ctv", args.absent],
+                      f"no kernels for head_dim 64, key_bits {rate}, value_bits {rate}"))
     for cmd, line in cases:
         r = run(cmd, timeout=120)
         out = r.stdout + r.stderr
@@ -258,6 +262,7 @@ def main():
     p.add_argument("--chunks", default="3")
     p.add_argument("--ctx", default="512")
     p.add_argument("--configs", default="q8_0/q8_0,tq8/tq8,q4_0/q4_0,tq4/tq4")
+    p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "refusals": check_refusals,
      "table": table}[args.what](args)
