@@ -5,7 +5,7 @@
 
 namespace llama {
 
-// softmax(q·k / sqrt(d)) · v per query head.  d a multiple of 16; scores holds n floats.
+// softmax(q·k / sqrt(d)) · v per query head.  d a multiple of 16; scores holds 4 n floats.
 void attend_positions(const float* q, int q_heads, const float* keys, const float* values, int n, int kv_heads, int d,
                       float* scores, float* out);
 

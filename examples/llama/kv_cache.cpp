@@ -21,7 +21,7 @@ Fp32Cache::Fp32Cache(CacheShape shape)
     : shape_(shape),
       keys_(static_cast<std::size_t>(shape.layers) * shape.max_positions * shape.kv_heads * shape.head_dim),
       values_(keys_.size()),
-      scores_(static_cast<std::size_t>(shape.max_positions)) {}
+      scores_(4 * static_cast<std::size_t>(shape.max_positions)) {}  // attend_positions' 4 rows
 
 void Fp32Cache::attend(int layer, int pos, const float* q, int q_heads, const float* k, const float* v, float* out) {
     check_attend("fp32", shape_, layer, pos, q_heads);
@@ -148,7 +148,7 @@ GgmlCache::GgmlCache(CacheShape shape, ggml::Format format, bool rotate)
     values_.resize(keys_.size());
     decoded_keys_.resize(per_layer * shape.head_dim);
     decoded_values_.resize(decoded_keys_.size());
-    scores_.resize(static_cast<std::size_t>(shape.max_positions));
+    scores_.resize(4 * static_cast<std::size_t>(shape.max_positions));  // attend_positions' 4 rows
 }
 
 void GgmlCache::store(std::vector<std::uint8_t>& to, std::size_t at, const float* x, const std::optional<BlockHadamard>& rotation) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LLAMA_MULTIVERSION 1  // functions may have one version per ISA (matmul.cpp's are written out)
 #define LLAMA_TARGET_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define LLAMA_TARGET_CLONES
