@@ -33,7 +33,7 @@ constexpr int kContexts[] = {1024, 4096, 16384, 65536};
 constexpr int kPrefillContext = 4096, kPrefillTokens = 512;
 constexpr int kScalingContext = 16384;  // scaling is judged from here on (issue 23's target)
 // A cache configuration and its equal-bytes ggml peer (Q4_0: 4.5 bits per value,
-// Q8_0: 8.5): 4-bit keys race Q4_0, 8-bit ones Q8_0.
+// Q8_0: 8.5): 4-bit keys race Q4_0 (K5/V4 too: 4.5 bits a coordinate), 8-bit ones Q8_0.
 struct Rate {
     const char* name;
     float key_bits, value_bits;
@@ -44,6 +44,8 @@ constexpr Rate kRates[] = {{"k4v4", 4, 4, FA_TQ_SCORE_FLOAT, false},
                            {"k4v4-int8", 4, 4, FA_TQ_SCORE_INT8, false},
                            {"k4v2", 4, 2, FA_TQ_SCORE_FLOAT, false},
                            {"k4v2-int8", 4, 2, FA_TQ_SCORE_INT8, false},
+                           {"k5v4", 5, 4, FA_TQ_SCORE_FLOAT, false},
+                           {"k5v4-int8", 5, 4, FA_TQ_SCORE_INT8, false},
                            {"k8v8", 8, 8, FA_TQ_SCORE_FLOAT, true}};
 
 int cores() { return std::max(1u, std::thread::hardware_concurrency()); }

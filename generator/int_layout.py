@@ -1,6 +1,6 @@
 """How the integer score path unpacks a packed vector into byte lanes.
 
-The integer kernels look a level's int8 centroid up with a byte shuffle, so they
+The integer kernels look a level's int8 centroid up with byte shuffles, so they
 want one level per byte.  A window is 8 coordinates whose fields sit in 8
 consecutive bytes of every plane of their segment, at one bit position per
 plane: one 8-byte load, a shift and a mask per plane give their levels.  A
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from layout import Plane, segment_planes, segments
 
 WINDOW = 8  # coordinates (and bytes per plane) per window
-MAX_TABLE_BITS = 4  # a shuffle looks up 16 entries: segments of more bits have no integer path
+MAX_TABLE_BITS = 5  # one byte shuffle looks up 16 entries, two 32: segments of more bits have no integer path
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class ByteRegister:
 
 
 def has_integer_path(head_dim: int, bits) -> bool:
-    """Whether every segment's codebook fits a 16-entry byte shuffle."""
+    """Whether every segment's codebook fits two 16-entry byte shuffles (32 levels)."""
     return all(s.bits <= MAX_TABLE_BITS for s in segments(head_dim, bits))
 
 

@@ -139,7 +139,7 @@ def has_score_int(isa: str, d: int, rate: Rate) -> bool:
 def score_int_isa(cfg: Config, isa: str, d: int, rate: Rate) -> str | None:
     """The ISA whose integer score kernel the registry row of `isa` uses: its own, else
     the best of the build's worse ISAs of its architecture (they run wherever it does:
-    an AVX-512 CPU runs AVX2), else none (a variant whose codebooks exceed 16 levels)."""
+    an AVX-512 CPU runs AVX2), else none (a variant whose codebooks exceed 32 levels)."""
     arch = isa_table.BY_NAME[isa].arch
     for other in ISAS[ISAS.index(isa):]:
         info = isa_table.BY_NAME[other]

@@ -63,9 +63,9 @@ constexpr std::size_t kCounts[] = {0, 1, 7, 8, 9, 33, 64};
 TEST_CASE("score_int: within the bound of its int8 roundings, for every variant that has it") {
     int tested = 0;
     tq::test::for_each_variant([&](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
-        const bool expected = v.bits + (v.high_coords ? 1 : 0) <= 4;
+        const bool expected = v.bits + (v.high_coords ? 1 : 0) <= 5;
         const bool has_int = v.score_int != nullptr;
-        CHECK(has_int == expected);  // 16 levels at most: one byte shuffle
+        CHECK(has_int == expected);  // 32 levels at most: two byte shuffles
         if (!v.score_int) return;
         ++tested;
         const int d = v.head_dim;
@@ -133,14 +133,14 @@ TEST_CASE("score_int: fa_tq_config.score picks the path, refuses what it cannot 
     CHECK(fa_tq_init(d, c, 1) == nullptr);
     CHECK(std::string(fa_tq_last_error()).find("config.score 7 is not an fa_tq_score") != std::string::npos);
     CHECK(fa_tq_config_default().score == FA_TQ_SCORE_FLOAT);
-    // A compiled key rate without an integer path (codebooks above 16 levels) refuses INT8.
+    // A compiled key rate without an integer path (codebooks above 32 levels) refuses INT8.
     for (const tq_bit_kernels& w : tq::variants()) {
         if (w.score_int) continue;
         fa_tq_config big = fa_tq_config_default();
         big.key_bits = big.value_bits = tq::rate(w);
         big.score = FA_TQ_SCORE_INT8;
         CHECK(fa_tq_init(w.head_dim, big, 1) == nullptr);
-        CHECK(std::string(fa_tq_last_error()).find("needs key codebooks of at most 16 levels") != std::string::npos);
+        CHECK(std::string(fa_tq_last_error()).find("needs key codebooks of at most 32 levels") != std::string::npos);
         big.score = FA_TQ_SCORE_DEFAULT;
         fa_tq_state* s = fa_tq_init(w.head_dim, big, 1);
         CHECK(s != nullptr);

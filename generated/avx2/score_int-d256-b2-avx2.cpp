@@ -21,7 +21,7 @@ template <int Q>
 static void tq_score_int_d256_b2__avx2_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -35,7 +35,7 @@ static void tq_score_int_d256_b2__avx2_queries(const float* q, const uint8_t* co
         192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223,
         224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][256];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)

@@ -23,7 +23,7 @@ template <int Q>
 static void tq_score_int_d128_b2__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -33,7 +33,7 @@ static void tq_score_int_d128_b2__neon_queries_sdot(const float* q, const uint8_
         64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
         96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][128];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
@@ -85,7 +85,7 @@ template <int Q>
 static void tq_score_int_d128_b2__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -95,7 +95,7 @@ static void tq_score_int_d128_b2__neon_queries(const float* q, const uint8_t* co
         64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
         96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][128];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)

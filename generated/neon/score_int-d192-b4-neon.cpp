@@ -23,7 +23,7 @@ template <int Q>
 static void tq_score_int_d192_b4__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d192_b4;  // coordinates 0..191
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -35,7 +35,7 @@ static void tq_score_int_d192_b4__neon_queries_sdot(const float* q, const uint8_
         128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159,
         160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
@@ -95,7 +95,7 @@ template <int Q>
 static void tq_score_int_d192_b4__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d192_b4;  // coordinates 0..191
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -107,7 +107,7 @@ static void tq_score_int_d192_b4__neon_queries(const float* q, const uint8_t* co
         128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159,
         160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)

@@ -23,7 +23,7 @@ template <int Q>
 static void tq_score_int_d64_b4__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -31,7 +31,7 @@ static void tq_score_int_d64_b4__neon_queries_sdot(const float* q, const uint8_t
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][64];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
@@ -75,7 +75,7 @@ template <int Q>
 static void tq_score_int_d64_b4__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d64_b4;  // coordinates 0..63
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -83,7 +83,7 @@ static void tq_score_int_d64_b4__neon_queries(const float* q, const uint8_t* cod
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][64];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)

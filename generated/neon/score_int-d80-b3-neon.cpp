@@ -23,7 +23,7 @@ template <int Q>
 static void tq_score_int_d80_b3__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d80_b3;  // coordinates 0..79
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, zero-padded
     float qscale[Q];
@@ -148,7 +148,7 @@ template <int Q>
 static void tq_score_int_d80_b3__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d80_b3;  // coordinates 0..79
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, zero-padded
     float qscale[Q];

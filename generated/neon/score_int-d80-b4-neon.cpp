@@ -23,7 +23,7 @@ template <int Q>
 static void tq_score_int_d80_b4__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d80_b4;  // coordinates 0..79
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -32,7 +32,7 @@ static void tq_score_int_d80_b4__neon_queries_sdot(const float* q, const uint8_t
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
         64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
@@ -80,7 +80,7 @@ template <int Q>
 static void tq_score_int_d80_b4__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d80_b4;  // coordinates 0..79
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
     // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
@@ -89,7 +89,7 @@ static void tq_score_int_d80_b4__neon_queries(const float* q, const uint8_t* cod
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
         64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     };
-    const auto table0 = byte_table(kTable0.v);
+    const auto table0 = byte_table(kTable0);
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)

@@ -19,7 +19,7 @@ void tq_score_int_d128_b2__scalar(const float* q, size_t n_queries, const uint8_
                                   size_t out_stride) {
     namespace cb0 = tq::codebooks::d128_b2;  // coordinates 0..127
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
-    static constexpr int8::Table kTable0 = int8::table(cb0::kCentroids, kStep);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     constexpr size_t kBlock = 4;  // queries quantized at a time
     for (size_t j0 = 0; j0 < n_queries; j0 += kBlock) {

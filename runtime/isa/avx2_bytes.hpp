@@ -3,6 +3,7 @@
 #pragma once
 
 #include "isa/avx2.hpp"
+#include "isa/int8.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -57,12 +58,28 @@ inline B shl_bytes(B x) { return _mm256_slli_epi16(x, S); }
 inline B or_bytes(B a, B b) { return _mm256_or_si256(a, b); }
 
 inline B load_bytes(const std::int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const B*>(p)); }
-// A 16-entry int8 table in both 128-bit halves, for lookup_bytes.
-inline B byte_table(const std::int8_t* t) {
+// An int8 table of 16 entries, in both 128-bit halves (vpshufb looks up within a half).
+struct Table16 {
+    B t;
+};
+// One of 32 entries: entries 0-15 and 16-31, each in both halves.
+struct Table32 {
+    B low, high;
+};
+inline B both_halves(const std::int8_t* t) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
 }
+inline Table16 byte_table(const int8::Table<16>& t) { return {both_halves(t.v)}; }
+inline Table32 byte_table(const int8::Table<32>& t) { return {both_halves(t.v), both_halves(t.v + 16)}; }
 // Byte k = table[levels_k] (levels < 16).
-inline B lookup_bytes(B table, B levels) { return _mm256_shuffle_epi8(table, levels); }
+inline B lookup_bytes(Table16 table, B levels) { return _mm256_shuffle_epi8(table.t, levels); }
+// Byte k = table[levels_k] (levels < 32): vpshufb reads bits 0-3 (bit 7 is clear), and
+// bit 4, shifted to bit 7 of its byte (a 16-bit shift by 3 moves no other byte's bit
+// there), picks the half.
+inline B lookup_bytes(const Table32& table, B levels) {
+    return _mm256_blendv_epi8(_mm256_shuffle_epi8(table.low, levels), _mm256_shuffle_epi8(table.high, levels),
+                              _mm256_slli_epi16(levels, 3));
+}
 
 // A register of int8 centroids made ready for dot_bytes with any number of queries:
 // vpmaddubsw multiplies unsigned by signed bytes, so |c| meets q with c's sign.

@@ -16,15 +16,17 @@ namespace tq::int8 {
 // symmetric codebooks: the last centroid).
 constexpr float step(float a, float b = 0.0f) { return (a > b ? a : b) / 127.0f; }
 
-// round(c[l] / step) for l < N, zero beyond: the 16 bytes a shuffle looks up.
+// round(c[l] / step) for l < N, zero beyond: the Size bytes that one byte shuffle
+// (16 levels) or two (32 levels) look up.
+template <int Size>
 struct Table {
-    alignas(16) std::int8_t v[16];
+    alignas(16) std::int8_t v[Size];
 };
 
 template <int N>
-constexpr Table table(const float (&c)[N], float step) {
-    static_assert(N <= 16, "the integer path looks up at most 16 levels per codebook");
-    Table t{};
+constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
+    static_assert(N <= 32, "the integer path looks up at most 32 levels per codebook");
+    Table<(N <= 16 ? 16 : 32)> t{};
     for (int l = 0; l < N; ++l) {
         const double x = double(c[l]) / double(step);
         t.v[l] = static_cast<std::int8_t>(x >= 0 ? int(x + 0.5) : -int(-x + 0.5));

@@ -5,6 +5,7 @@
 // or by widening multiplies (smull, sadalp: dot_bytes).  Both give the same integers.
 #pragma once
 
+#include "isa/int8.hpp"
 #include "isa/neon.hpp"
 
 #include <cstdint>
@@ -105,14 +106,21 @@ inline B load_bytes(const std::int8_t* p) {
     const uint8_t* u = reinterpret_cast<const uint8_t*>(p);
     return {vld1q_u8(u), vld1q_u8(u + 16)};
 }
-// A 16-entry int8 table for lookup_bytes.
+// An int8 table of 16 or 32 entries for lookup_bytes (tbl looks up 16 bytes per register).
 struct Table16 {
     int8x16_t t;
 };
-inline Table16 byte_table(const std::int8_t* t) { return {vld1q_s8(t)}; }
-// Byte k = table[levels_k] (levels < 16).
+struct Table32 {
+    int8x16x2_t t;
+};
+inline Table16 byte_table(const int8::Table<16>& t) { return {vld1q_s8(t.v)}; }
+inline Table32 byte_table(const int8::Table<32>& t) { return {{{vld1q_s8(t.v), vld1q_s8(t.v + 16)}}}; }
+// Byte k = table[levels_k] (levels < 16, or < 32).
 inline B lookup_bytes(Table16 table, B levels) {
     return {vreinterpretq_u8_s8(vqtbl1q_s8(table.t, levels.lo)), vreinterpretq_u8_s8(vqtbl1q_s8(table.t, levels.hi))};
+}
+inline B lookup_bytes(const Table32& table, B levels) {
+    return {vreinterpretq_u8_s8(vqtbl2q_s8(table.t, levels.lo)), vreinterpretq_u8_s8(vqtbl2q_s8(table.t, levels.hi))};
 }
 
 // Signed bytes multiply signed bytes directly: no preparation.

@@ -74,9 +74,9 @@ tq_score_fn resolve_score(const fa_tq_config& c, const tq_bit_kernels& key) {
         case FA_TQ_SCORE_FLOAT: return key.score;
         case FA_TQ_SCORE_INT8:
             if (key.score_int) return key.score_int;
-            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: config.score int8 needs key codebooks of at most 16 levels; K" +
+            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: config.score int8 needs key codebooks of at most 32 levels; K" +
                                            tq::detail::rate_text(key.rate_eighths) +
-                                           " has more (key bits <= 4 have an integer path)");
+                                           " has more (key bits <= 5 have an integer path)");
             return nullptr;
         default:
             fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.score " + std::to_string(raw(c.score)) +

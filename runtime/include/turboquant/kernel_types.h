@@ -89,8 +89,8 @@ typedef struct tq_bit_kernels {
     tq_unpack_fn unpack;
     /* score's integer path: the query rounded to int8 per call, the centroids to
      * an int8 table, the products summed exactly in int32 (docs/kernels.md bounds
-     * the difference to score).  NULL where a codebook has more than 16 levels
-     * (a rate above 4 bits). */
+     * the difference to score).  NULL where a codebook has more than 32 levels
+     * (a rate above 5 bits). */
     tq_score_fn score_int;
 } tq_bit_kernels;
 

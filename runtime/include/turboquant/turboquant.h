@@ -84,8 +84,8 @@ typedef enum fa_tq_smooth {
 /* How attention scores keys (docs/kernels.md, "The integer score path"): in
  * float (each centroid times the query), or in integers (the query rounded to
  * int8 per call, centroids to an int8 table, exact int32 sums: faster, within a
- * derived bound of the float score).  INT8 needs key codebooks of at most 16
- * levels (key bits <= 4); a config asking it of more bits is refused. */
+ * derived bound of the float score).  INT8 needs key codebooks of at most 32
+ * levels (key bits <= 5); a config asking it of more bits is refused. */
 typedef enum fa_tq_score {
     FA_TQ_SCORE_DEFAULT = 0,
     FA_TQ_SCORE_FLOAT = 1,
