@@ -207,10 +207,11 @@ void summary(const std::map<std::string, double>& ns) {
                                  q8 = get(ggml_name("decode", s, GgmlKv::q8_0, c, t)),
                                  q4 = get(ggml_name("decode", s, GgmlKv::q4_0, c, t));
                     const double vs_peer = (r.eight_bit ? q8 : q4) / tq, vs_f16 = f16 / tq;
-                    const char* met = r.eight_bit ? (vs_peer >= 1.5 ? "yes" : "NO")
-                                      : c >= 16384 ? (vs_f16 >= 3 ? "yes" : "NO")
-                                      : c == 1024  ? (vs_peer >= 1.5 ? "yes" : "NO")
-                                                   : "-";
+                    const char* met = r.eight_bit      ? (vs_peer >= 1.5 ? "yes" : "NO")
+                                      : r.key_bits > 4 ? "-"  // K5/V4: no target of its own
+                                      : c >= 16384     ? (vs_f16 >= 3 ? "yes" : "NO")
+                                      : c == 1024      ? (vs_peer >= 1.5 ? "yes" : "NO")
+                                                       : "-";
                     const std::string figure = std::string(s.name) + " " + r.name + " " + std::to_string(c) + " t" +
                                                std::to_string(t);
                     std::printf("%-36s %8.1fus %8.1fus %8.1fus %8.1fus %7.2fx %7.2fx %s\n", figure.c_str(), tq / 1e3,

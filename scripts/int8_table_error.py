@@ -5,8 +5,10 @@
 Per coordinate, in units of the coordinate variance 1/d: the table's rounding
 sum_l P(l) (c_l - step T_l)^2 (P(l): the level's probability for a Gaussian coordinate,
 step = max|c| / 127, T_l = round(c_l / step)) and the query's, s_q^2 / 12 with
-s_q = max|q| / 127 and max|q| about 3.5 standard deviations, against the codebook's own
-MSE.  Usage: int8_table_error.py path/to/tq-codebook [head_dim]
+s_q = max|q| / 127 and max|q| about 3.5 standard deviations (in units of the query's
+variance, which scales all three terms alike), against the codebook's own MSE.
+
+Usage: int8_table_error.py path/to/tq-codebook [head_dim]
 """
 import json
 import math
