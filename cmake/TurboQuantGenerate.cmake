@@ -9,8 +9,10 @@
 #       <target>: an engine's own kernel set, with no libturboquant to link.
 #
 #   tq_generate_kernels(OUT_DIR <dir> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>]
-#                       [SCORE_ACCUMULATORS <n>] SOURCES_VAR <var>)
-#       the generation step alone (this project's runtime/CMakeLists.txt uses it).
+#                       [SCORE_ACCUMULATORS <n>] NAME <name> SOURCES_VAR <var>
+#                       KERNELS_VAR <kvar>)
+#       the generation step and the kernels' objects (this project's
+#       runtime/CMakeLists.txt uses it).
 #
 # Configure time: the generator lists the files it will write (per group) into
 # <dir>/generated-outputs.cmake, which is included here; no file(GLOB).
@@ -18,8 +20,11 @@
 # add_custom_command per group renders that group's files, depending on the
 # generator's Python sources and exactly the templates the group uses.  Files are
 # rewritten only when their content changes, so editing one template rebuilds
-# only what depends on it.  <var> receives every generated file (sources and
-# headers) to add to a target.
+# only what depends on it.  <var> receives the generated headers and tables to add
+# to a target.  Each ISA's kernel sources compile in an object library of their own,
+# <name>_kernels_<isa>, with that ISA's flags and its intrinsics header (<immintrin.h>:
+# half of a small kernel's compile time) precompiled once; <kvar> receives their
+# $<TARGET_OBJECTS:...> to add to a target.
 
 # The kit: generator, templates, runtime sources and public headers.  In the source
 # tree it is the tree itself; TurboQuantConfig.cmake points it at the installed copy.
@@ -55,6 +60,7 @@ macro(_tq_require_generator_python)
 endmacro()
 
 # The ISA table (generator/isas.py) into this scope: TQ_KNOWN_ISAS, TQ_ISA_FLAGS_<isa>,
+# TQ_ISA_INTRINSICS_<isa>
 # and TQ_PROCESSOR_ISAS, the ISAs a build for CMAKE_SYSTEM_PROCESSOR generates by default.
 macro(tq_load_isa_table)
   _tq_require_generator_python()
@@ -70,7 +76,7 @@ macro(tq_load_isa_table)
 endmacro()
 
 function(tq_generate_kernels)
-  cmake_parse_arguments(ARG "" "OUT_DIR;SOURCES_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
+  cmake_parse_arguments(ARG "" "OUT_DIR;NAME;SOURCES_VAR;KERNELS_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
   _tq_require_generator_python()
   if(NOT ARG_SCORE_ACCUMULATORS)
     set(ARG_SCORE_ACCUMULATORS 2)
@@ -90,6 +96,9 @@ function(tq_generate_kernels)
   endforeach()
   if(NOT ARG_HEAD_DIMS OR NOT ARG_BITS)
     message(FATAL_ERROR "tq_generate_kernels: HEAD_DIMS and BITS must not be empty")
+  endif()
+  if(NOT ARG_NAME OR NOT ARG_SOURCES_VAR OR NOT ARG_KERNELS_VAR)
+    message(FATAL_ERROR "tq_generate_kernels: NAME, SOURCES_VAR and KERNELS_VAR are required")
   endif()
   list(JOIN ARG_HEAD_DIMS "," dims)
   list(JOIN ARG_BITS "," bits)
@@ -141,6 +150,9 @@ function(tq_generate_kernels)
       VERBATIM)
     list(APPEND all_outputs ${TQ_GENERATED_${group}_OUTPUTS})
   endforeach()
+  # Everything generated exists before any kernel compiles: the kernels include the
+  # codebook headers.
+  add_custom_target(${ARG_NAME}_generate DEPENDS ${all_outputs})
   # Each ISA's kernels are compiled with its own flags (and live in its own namespace).
   # GCC's -O3 loop vectorizer takes ~30 s on one fully unrolled scalar score kernel
   # (d = 256, 8 bits) and gains nothing on table lookups: off for those files.
@@ -149,12 +161,28 @@ function(tq_generate_kernels)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     set_source_files_properties(${scalar_scores} PROPERTIES COMPILE_OPTIONS "-fno-tree-loop-vectorize")
   endif()
+  get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)
+  set(objects "")
+  set(headers ${all_outputs})
   foreach(isa IN LISTS ARG_ISAS)
-    if(TQ_ISA_FLAGS_${isa})
-      set_source_files_properties(${TQ_GENERATED_SOURCES_${isa}} PROPERTIES COMPILE_OPTIONS "${TQ_ISA_FLAGS_${isa}}")
+    list(REMOVE_ITEM headers ${TQ_GENERATED_SOURCES_${isa}})
+    set(lib ${ARG_NAME}_kernels_${isa})
+    add_library(${lib} OBJECT ${TQ_GENERATED_SOURCES_${isa}})
+    add_dependencies(${lib} ${ARG_NAME}_generate)
+    target_include_directories(${lib} PRIVATE ${include_dir} ${kit}/runtime ${ARG_OUT_DIR})
+    target_compile_features(${lib} PRIVATE cxx_std_20)
+    # Byte-identical caches across ISAs: no multiply-add fusing (docs/kernels.md).
+    target_compile_options(${lib} PRIVATE ${TQ_ISA_FLAGS_${isa}} -ffp-contract=off)
+    # Position independent, so that the objects serve static and shared libraries alike.
+    set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    if(TQ_ISA_INTRINSICS_${isa})  # the system header alone: GCC 12 warns in intrinsics
+      # that reach the kernels through our inline functions from a precompiled header
+      target_precompile_headers(${lib} PRIVATE <${TQ_ISA_INTRINSICS_${isa}}>)
     endif()
+    list(APPEND objects $<TARGET_OBJECTS:${lib}>)
   endforeach()
-  set(${ARG_SOURCES_VAR} ${all_outputs} PARENT_SCOPE)
+  set(${ARG_SOURCES_VAR} ${headers} PARENT_SCOPE)
+  set(${ARG_KERNELS_VAR} ${objects} PARENT_SCOPE)
 endfunction()
 
 function(turboquant_generate_kernels target)
@@ -170,13 +198,15 @@ function(turboquant_generate_kernels target)
   get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}-turboquant")
   tq_generate_kernels(OUT_DIR ${out} HEAD_DIMS ${ARG_HEAD_DIMS} BITS ${ARG_BITS} ISAS ${ARG_ISAS}
-                      SCORE_ACCUMULATORS ${ARG_SCORE_ACCUMULATORS} SOURCES_VAR generated)
+                      SCORE_ACCUMULATORS ${ARG_SCORE_ACCUMULATORS} NAME ${target}
+                      SOURCES_VAR generated KERNELS_VAR kernels)
   get_property(runtime_sources GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES)
-  target_sources(${target} PRIVATE ${generated} ${runtime_sources})
+  target_sources(${target} PRIVATE ${generated} ${runtime_sources} ${kernels})
+  add_dependencies(${target} ${target}_generate)
   target_include_directories(${target} PUBLIC ${include_dir} PRIVATE ${kit}/runtime ${kit}/runtime/src ${out})
   target_compile_features(${target} PUBLIC cxx_std_20)
   find_package(Threads REQUIRED)  # the cache's attention pool (fa_tq_cache_set_threads)
   target_link_libraries(${target} PRIVATE Threads::Threads)
   # Byte-identical caches across ISAs: no multiply-add fusing (docs/kernels.md).
-  set_property(SOURCE ${generated} ${runtime_sources} APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
+  set_property(SOURCE ${runtime_sources} APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
 endfunction()

@@ -45,6 +45,9 @@ class Isa:
     # ("" none): <isa>_bytes.hpp's dot_bytes_<ext>, compiled for it between
     # TQ_<ISA>_<EXT>_BEGIN and _END, chosen per call by has_<ext>(); dot_bytes otherwise.
     byte_dot_extension: str = ""
+    # The system header of its intrinsics ("" none), precompiled once per build for its
+    # kernels: <immintrin.h> alone is half of a small kernel's compile time.
+    intrinsics: str = ""
 
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
@@ -54,12 +57,12 @@ ISAS = (
     Isa("avx512", 16, 16, ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"), X86_64,
         _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
-        target="avx512f,avx512bw,avx512vl,avx512dq,avx2"),
-    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32),
+        target="avx512f,avx512bw,avx512vl,avx512dq,avx2", intrinsics="immintrin.h"),
+    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, intrinsics="immintrin.h"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
     # are then AVX2's, and 32 registers hold the 16 pairs AVX2 has registers.
-    Isa("neon", 8, 8, (), AARCH64, "true", byte_lanes=32, byte_dot_extension="sdot"),
+    Isa("neon", 8, 8, (), AARCH64, "true", byte_lanes=32, byte_dot_extension="sdot", intrinsics="arm_neon.h"),
     Isa("scalar", 8, 0, (), ANY, "true", family="scalar"),
 )
 assert ISAS[-1].name == "scalar", "scalar is last: the ISA every CPU runs"
@@ -91,11 +94,12 @@ def for_this_machine() -> tuple[str, ...]:
 
 
 def cmake_table(processor: str) -> str:
-    """The table for CMake (generate.py --isa-table): every ISA's flags, and the
-    default ISAs of a build for `processor`."""
+    """The table for CMake (generate.py --isa-table): every ISA's flags and intrinsics
+    header, and the default ISAs of a build for `processor`."""
     lines = ["# Written by generator/generate.py --isa-table from generator/isas.py; do not edit.",
              f'set(TQ_KNOWN_ISAS "{";".join(NAMES)}")',
              f'set(TQ_PROCESSOR_ISAS "{";".join(for_processor(processor))}")  # {processor}']
     for isa in ISAS:
         lines.append(f'set(TQ_ISA_FLAGS_{isa.name} "{";".join(isa.flags)}")')
+        lines.append(f'set(TQ_ISA_INTRINSICS_{isa.name} "{isa.intrinsics}")')
     return "\n".join(lines) + "\n"
