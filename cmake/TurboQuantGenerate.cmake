@@ -10,7 +10,7 @@
 #
 #   tq_generate_kernels(OUT_DIR <dir> HEAD_DIMS <d...> BITS <b...> [ISAS <isa...>]
 #                       [SCORE_ACCUMULATORS <n>] NAME <name> SOURCES_VAR <var>
-#                       KERNELS_VAR <kvar>)
+#                       KERNEL_LIBS_VAR <kvar>)
 #       the generation step and the kernels' objects (this project's
 #       runtime/CMakeLists.txt uses it).
 #
@@ -24,7 +24,7 @@
 # to a target.  Each ISA's kernel sources compile in an object library of their own,
 # <name>_kernels_<isa>, with that ISA's flags and its intrinsics header (<immintrin.h>:
 # half of a small kernel's compile time) precompiled once; <kvar> receives their
-# $<TARGET_OBJECTS:...> to add to a target.
+# names, whose $<TARGET_OBJECTS:...> go into a target.
 
 # The kit: generator, templates, runtime sources and public headers.  In the source
 # tree it is the tree itself; TurboQuantConfig.cmake points it at the installed copy.
@@ -76,7 +76,7 @@ macro(tq_load_isa_table)
 endmacro()
 
 function(tq_generate_kernels)
-  cmake_parse_arguments(ARG "" "OUT_DIR;NAME;SOURCES_VAR;KERNELS_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
+  cmake_parse_arguments(ARG "" "OUT_DIR;NAME;SOURCES_VAR;KERNEL_LIBS_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
   _tq_require_generator_python()
   if(NOT ARG_SCORE_ACCUMULATORS)
     set(ARG_SCORE_ACCUMULATORS 2)
@@ -88,6 +88,7 @@ function(tq_generate_kernels)
   if(NOT ARG_ISAS)
     set(ARG_ISAS scalar)
   endif()
+  list(REMOVE_DUPLICATES ARG_ISAS)
   foreach(isa IN LISTS ARG_ISAS)
     if(NOT isa IN_LIST TQ_PROCESSOR_ISAS AND isa IN_LIST TQ_KNOWN_ISAS)
       message(FATAL_ERROR "tq_generate_kernels: ISA '${isa}' is not one of ${CMAKE_SYSTEM_PROCESSOR}'s "
@@ -97,8 +98,8 @@ function(tq_generate_kernels)
   if(NOT ARG_HEAD_DIMS OR NOT ARG_BITS)
     message(FATAL_ERROR "tq_generate_kernels: HEAD_DIMS and BITS must not be empty")
   endif()
-  if(NOT ARG_NAME OR NOT ARG_SOURCES_VAR OR NOT ARG_KERNELS_VAR)
-    message(FATAL_ERROR "tq_generate_kernels: NAME, SOURCES_VAR and KERNELS_VAR are required")
+  if(NOT ARG_NAME OR NOT ARG_SOURCES_VAR OR NOT ARG_KERNEL_LIBS_VAR)
+    message(FATAL_ERROR "tq_generate_kernels: NAME, SOURCES_VAR and KERNEL_LIBS_VAR are required")
   endif()
   list(JOIN ARG_HEAD_DIMS "," dims)
   list(JOIN ARG_BITS "," bits)
@@ -162,7 +163,7 @@ function(tq_generate_kernels)
     set_source_files_properties(${scalar_scores} PROPERTIES COMPILE_OPTIONS "-fno-tree-loop-vectorize")
   endif()
   get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)
-  set(objects "")
+  set(libs "")
   set(headers ${all_outputs})
   foreach(isa IN LISTS ARG_ISAS)
     list(REMOVE_ITEM headers ${TQ_GENERATED_SOURCES_${isa}})
@@ -179,10 +180,10 @@ function(tq_generate_kernels)
       # that reach the kernels through our inline functions from a precompiled header
       target_precompile_headers(${lib} PRIVATE <${TQ_ISA_INTRINSICS_${isa}}>)
     endif()
-    list(APPEND objects $<TARGET_OBJECTS:${lib}>)
+    list(APPEND libs ${lib})
   endforeach()
   set(${ARG_SOURCES_VAR} ${headers} PARENT_SCOPE)
-  set(${ARG_KERNELS_VAR} ${objects} PARENT_SCOPE)
+  set(${ARG_KERNEL_LIBS_VAR} ${libs} PARENT_SCOPE)
 endfunction()
 
 function(turboquant_generate_kernels target)
@@ -198,11 +199,22 @@ function(turboquant_generate_kernels target)
   get_property(include_dir GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR)
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}-turboquant")
   tq_generate_kernels(OUT_DIR ${out} HEAD_DIMS ${ARG_HEAD_DIMS} BITS ${ARG_BITS} ISAS ${ARG_ISAS}
-                      SCORE_ACCUMULATORS ${ARG_SCORE_ACCUMULATORS} NAME ${target}
-                      SOURCES_VAR generated KERNELS_VAR kernels)
+                      SCORE_ACCUMULATORS ${ARG_SCORE_ACCUMULATORS} NAME ${target}_turboquant
+                      SOURCES_VAR generated KERNEL_LIBS_VAR libs)
   get_property(runtime_sources GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES)
-  target_sources(${target} PRIVATE ${generated} ${runtime_sources} ${kernels})
-  add_dependencies(${target} ${target}_generate)
+  target_sources(${target} PRIVATE ${generated} ${runtime_sources})
+  foreach(lib IN LISTS libs)
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:${lib}>)
+  endforeach()
+  add_dependencies(${target} ${target}_turboquant_generate)
+  # The kernels' own libraries take the target's symbol visibility and link-time
+  # optimization as set at this call; they need none of its options or definitions.
+  foreach(property CXX_VISIBILITY_PRESET VISIBILITY_INLINES_HIDDEN INTERPROCEDURAL_OPTIMIZATION)
+    get_target_property(value ${target} ${property})
+    if(NOT value STREQUAL "value-NOTFOUND")
+      set_target_properties(${libs} PROPERTIES ${property} "${value}")
+    endif()
+  endforeach()
   target_include_directories(${target} PUBLIC ${include_dir} PRIVATE ${kit}/runtime ${kit}/runtime/src ${out})
   target_compile_features(${target} PUBLIC cxx_std_20)
   find_package(Threads REQUIRED)  # the cache's attention pool (fa_tq_cache_set_threads)
