@@ -124,6 +124,13 @@ std::vector<int> k4_head_dims() {
     return dims;
 }
 
+// The per-head-dim score rows' key rates, and a row's name: "score_k5_cached",
+// "score_int8_k5_cached".
+constexpr int kScoreBits[] = {4, 5};
+std::string score_row(int bits, bool integer) {
+    return std::string(integer ? "score_int8_k" : "score_k") + std::to_string(bits) + "_cached";
+}
+
 void register_head_dims(const std::string& isa) {
     using benchmark::State;
     for (int d : k4_head_dims()) {
@@ -153,23 +160,29 @@ void register_head_dims(const std::string& isa) {
                 benchmark::DoNotOptimize(code.data());
             }
         });
-        for (bool integer : {false, true}) {
-            const std::string name = p + (integer ? "score_int8_k4_cached" : "score_k4_cached");
-            benchmark::RegisterBenchmark(name.c_str(), [k4, d, integer](State& st) {
-                const auto& k = *k4().key;
-                const tq_score_fn score = integer ? k.score_int : k.score;
-                std::vector<float> signs = tq::rotation_signs(d, 1), x(std::size_t(d) * kCachedKeys), q(d);
-                fill(x, 4);
-                fill(q, 3);
-                std::vector<std::uint8_t> codes(kCachedKeys * k.code_bytes);
-                std::vector<float> scales(kCachedKeys), out(kCachedKeys);
-                for (std::size_t t = 0; t < kCachedKeys; ++t)
-                    k.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * k.code_bytes], &scales[t]);
-                for (auto _ : st) {
-                    score(q.data(), 1, codes.data(), scales.data(), kCachedKeys, out.data(), kCachedKeys);
-                    benchmark::DoNotOptimize(out.data());
-                }
-            });
+        // K4 and K5 (where the build has them): K5's float lookups gather on AVX2, and
+        // its integer kernels gather the int8 centroids at head dims without windows.
+        for (int bits : kScoreBits) {
+            const tq_kernels* kb = nullptr;
+            if (tq_find_isa(isa.c_str(), d, float(bits), 4, &kb) != TQ_OK) continue;
+            for (bool integer : {false, true}) {
+                const std::string name = p + score_row(bits, integer);
+                benchmark::RegisterBenchmark(name.c_str(), [kb, d, integer](State& st) {
+                    const auto& k = *kb->key;
+                    const tq_score_fn score = integer ? k.score_int : k.score;
+                    std::vector<float> signs = tq::rotation_signs(d, 1), x(std::size_t(d) * kCachedKeys), q(d);
+                    fill(x, 4);
+                    fill(q, 3);
+                    std::vector<std::uint8_t> codes(kCachedKeys * k.code_bytes);
+                    std::vector<float> scales(kCachedKeys), out(kCachedKeys);
+                    for (std::size_t t = 0; t < kCachedKeys; ++t)
+                        k.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * k.code_bytes], &scales[t]);
+                    for (auto _ : st) {
+                        score(q.data(), 1, codes.data(), scales.data(), kCachedKeys, out.data(), kCachedKeys);
+                        benchmark::DoNotOptimize(out.data());
+                    }
+                });
+            }
         }
     }
 }
@@ -304,16 +317,21 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
             row(figure.c_str(), t / 1e3, f / 1e3, f / t, "us", seq == 32768 ? 5 : 1, true);
         }
     }
-    std::printf("\nPer head dim, K4 (ns; per coordinate in brackets)\n%-7s %8s %20s %20s %24s %24s\n", "ISA", "head_dim",
-                "rotate", "encode", "score per key (cached)", "int8 score per key");
+    std::printf("\nPer head dim (ns; per coordinate in brackets; scores per key of 4096 cached, K5 where built)\n"
+                "%-7s %8s %20s %20s %20s %20s %20s %20s\n", "ISA", "head_dim", "rotate", "encode K4", "score K4",
+                "int8 score K4", "score K5", "int8 score K5");
     for (const auto& isa : isas)
         for (int d : k4_head_dims()) {
             const std::string p = isa + "/d" + std::to_string(d) + "/";
-            const double rot = get(p + "rotate"), enc = get(p + "encode_k4"), sc = get(p + "score_k4_cached") / kCachedKeys;
-            const double si = get(p + "score_int8_k4_cached") / kCachedKeys;
+            const double rot = get(p + "rotate"), enc = get(p + "encode_k4");
             if (std::isnan(rot)) continue;
-            std::printf("%-7s %8d %10.1f [%6.3f] %10.1f [%6.3f] %14.2f [%6.3f] %14.2f [%6.3f]\n", isa.c_str(), d, rot,
-                        rot / d, enc, enc / d, sc, sc / d, si, si / d);
+            std::printf("%-7s %8d %10.1f [%6.3f] %10.1f [%6.3f]", isa.c_str(), d, rot, rot / d, enc, enc / d);
+            for (int bits : kScoreBits)
+                for (bool integer : {false, true}) {
+                    const double per_key = get(p + score_row(bits, integer)) / kCachedKeys;
+                    std::printf(" %10.2f [%6.3f]", per_key, per_key / d);
+                }
+            std::printf("\n");
         }
 }
 

@@ -37,7 +37,7 @@ static void tq_score_int_d192_b2__avx2_queries(const float* q, const uint8_t* co
     alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query(q + j * 192, 192, kLaneCoord, 192, qi[j]) * kStep;
+        qscale[j] = int8::quantize_query<192>(q + j * 192, kLaneCoord, 192, qi[j]) * kStep;
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 1536);  // the hardware prefetcher alone leaves L3 latency exposed
         for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
@@ -85,7 +85,7 @@ static void tq_score_int_d192_b2__avx2_queries(const float* q, const uint8_t* co
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_int_d192_b2__avx2(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                                 size_t out_stride) {
     for (size_t j = 0; j < n_queries;) {
@@ -93,7 +93,8 @@ void tq_score_int_d192_b2__avx2(const float* q, size_t n_queries, const uint8_t*
             case 1: tq_score_int_d192_b2__avx2_queries<1>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_int_d192_b2__avx2_queries<2>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_int_d192_b2__avx2_queries<3>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_int_d192_b2__avx2_queries<4>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_int_d192_b2__avx2_queries<4>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_int_d192_b2__avx2_queries<8>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

@@ -35,7 +35,7 @@ static void tq_score_int_d64_b3__neon_queries_sdot(const float* q, const uint8_t
     alignas(64) std::int8_t qi[Q][64];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query(q + j * 64, 64, kLaneCoord, 64, qi[j]) * kStep;
+        qscale[j] = int8::quantize_query<64>(q + j * 64, kLaneCoord, 64, qi[j]) * kStep;
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
         for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
@@ -87,7 +87,7 @@ static void tq_score_int_d64_b3__neon_queries(const float* q, const uint8_t* cod
     alignas(64) std::int8_t qi[Q][64];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query(q + j * 64, 64, kLaneCoord, 64, qi[j]) * kStep;
+        qscale[j] = int8::quantize_query<64>(q + j * 64, kLaneCoord, 64, qi[j]) * kStep;
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
         for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
@@ -119,7 +119,7 @@ static void tq_score_int_d64_b3__neon_queries(const float* q, const uint8_t* cod
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_int_d64_b3__neon(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                                size_t out_stride) {
     if (has_sdot()) {
@@ -128,7 +128,8 @@ void tq_score_int_d64_b3__neon(const float* q, size_t n_queries, const uint8_t* 
                 case 1: tq_score_int_d64_b3__neon_queries_sdot<1>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
                 case 2: tq_score_int_d64_b3__neon_queries_sdot<2>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
                 case 3: tq_score_int_d64_b3__neon_queries_sdot<3>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-                default: tq_score_int_d64_b3__neon_queries_sdot<4>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+                case 4: case 5: case 6: case 7: tq_score_int_d64_b3__neon_queries_sdot<4>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+                default: tq_score_int_d64_b3__neon_queries_sdot<8>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
             }
         }
         return;
@@ -138,7 +139,8 @@ void tq_score_int_d64_b3__neon(const float* q, size_t n_queries, const uint8_t* 
             case 1: tq_score_int_d64_b3__neon_queries<1>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_int_d64_b3__neon_queries<2>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_int_d64_b3__neon_queries<3>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_int_d64_b3__neon_queries<4>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_int_d64_b3__neon_queries<4>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_int_d64_b3__neon_queries<8>(q + j * 64, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

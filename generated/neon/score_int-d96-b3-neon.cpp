@@ -28,7 +28,7 @@ static void tq_score_int_d96_b3__neon_queries_sdot(const float* q, const uint8_t
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, zero-padded
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query(q + j * 96, 96, nullptr, 96, qi[j]) * kStep;
+        qscale[j] = int8::quantize_query<96>(q + j * 96, nullptr, 96, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 96; i < 96; ++i) qi[j][i] = 0;
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
@@ -169,7 +169,7 @@ static void tq_score_int_d96_b3__neon_queries(const float* q, const uint8_t* cod
     alignas(64) std::int8_t qi[Q][96];  // the queries as int8, zero-padded
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query(q + j * 96, 96, nullptr, 96, qi[j]) * kStep;
+        qscale[j] = int8::quantize_query<96>(q + j * 96, nullptr, 96, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 96; i < 96; ++i) qi[j][i] = 0;
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
@@ -297,7 +297,7 @@ static void tq_score_int_d96_b3__neon_queries(const float* q, const uint8_t* cod
     }
 }
 
-// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 4 queries per pass over the keys.
+// out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_int_d96_b3__neon(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                                size_t out_stride) {
     if (has_sdot()) {
@@ -306,7 +306,8 @@ void tq_score_int_d96_b3__neon(const float* q, size_t n_queries, const uint8_t* 
                 case 1: tq_score_int_d96_b3__neon_queries_sdot<1>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
                 case 2: tq_score_int_d96_b3__neon_queries_sdot<2>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
                 case 3: tq_score_int_d96_b3__neon_queries_sdot<3>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-                default: tq_score_int_d96_b3__neon_queries_sdot<4>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+                case 4: case 5: case 6: case 7: tq_score_int_d96_b3__neon_queries_sdot<4>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+                default: tq_score_int_d96_b3__neon_queries_sdot<8>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
             }
         }
         return;
@@ -316,7 +317,8 @@ void tq_score_int_d96_b3__neon(const float* q, size_t n_queries, const uint8_t* 
             case 1: tq_score_int_d96_b3__neon_queries<1>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
             case 2: tq_score_int_d96_b3__neon_queries<2>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
             case 3: tq_score_int_d96_b3__neon_queries<3>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
-            default: tq_score_int_d96_b3__neon_queries<4>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            case 4: case 5: case 6: case 7: tq_score_int_d96_b3__neon_queries<4>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+            default: tq_score_int_d96_b3__neon_queries<8>(q + j * 96, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
         }
     }
 }

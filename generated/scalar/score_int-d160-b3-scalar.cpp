@@ -27,7 +27,7 @@ void tq_score_int_d160_b3__scalar(const float* q, size_t n_queries, const uint8_
         std::int8_t qi[kBlock][160];
         float qscale[kBlock];
         for (size_t j = 0; j < m; ++j)
-            qscale[j] = int8::quantize_query(q + (j0 + j) * 160, 160, nullptr, 160, qi[j]) * kStep;
+            qscale[j] = int8::quantize_query<160>(q + (j0 + j) * 160, nullptr, 160, qi[j]) * kStep;
         for (size_t t = 0; t < n; ++t) {
             const uint8_t* p = codes + t * 60;
             std::int8_t c[160];  // the key's int8 centroids

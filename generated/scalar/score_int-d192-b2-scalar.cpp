@@ -27,7 +27,7 @@ void tq_score_int_d192_b2__scalar(const float* q, size_t n_queries, const uint8_
         std::int8_t qi[kBlock][192];
         float qscale[kBlock];
         for (size_t j = 0; j < m; ++j)
-            qscale[j] = int8::quantize_query(q + (j0 + j) * 192, 192, nullptr, 192, qi[j]) * kStep;
+            qscale[j] = int8::quantize_query<192>(q + (j0 + j) * 192, nullptr, 192, qi[j]) * kStep;
         for (size_t t = 0; t < n; ++t) {
             const uint8_t* p = codes + t * 48;
             std::int8_t c[192];  // the key's int8 centroids

@@ -27,7 +27,7 @@ void tq_score_int_d64_b2__scalar(const float* q, size_t n_queries, const uint8_t
         std::int8_t qi[kBlock][64];
         float qscale[kBlock];
         for (size_t j = 0; j < m; ++j)
-            qscale[j] = int8::quantize_query(q + (j0 + j) * 64, 64, nullptr, 64, qi[j]) * kStep;
+            qscale[j] = int8::quantize_query<64>(q + (j0 + j) * 64, nullptr, 64, qi[j]) * kStep;
         for (size_t t = 0; t < n; ++t) {
             const uint8_t* p = codes + t * 16;
             std::int8_t c[64];  // the key's int8 centroids

@@ -6,9 +6,11 @@
 //   score = key_scale · ((s_q · step) · Σ_i Q_i T[l_i]), the sum exact in int32.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace tq::int8 {
 
@@ -34,22 +36,43 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
     return t;
 }
 
-// Writes out[k] = Q_{coords[k]} for k < lanes (0 where coords[k] < 0; coords
-// null: natural order, lanes == d) and returns s_q (0 for a zero query, whose
-// Q are all 0).  |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding
-// before nearbyint adds at most 127 ulp of a unit to the half.
-inline float quantize_query(const float* q, int d, const int* coords, int lanes, std::int8_t* out) {
-    float max = 0;  // a compare, not std::fmax: that is a call into libm per coordinate
+// max |q_i| over the d coordinates that are not NaN, exactly (0 for none): the
+// bits of |q_i| order as unsigned integers do, with a NaN's above +inf's, so an
+// integer max finds it in any order, and compilers vectorize it (a float max's
+// order they keep).  It runs per query and kernel call: with smoothing, once per
+// block of positions (128 by default) for every row of a prefill tile.
+inline float max_magnitude(const float* q, int d) {
+    std::uint32_t m = 0;
     for (int i = 0; i < d; ++i) {
-        const float a = std::fabs(q[i]);
-        max = a > max ? a : max;  // a NaN is passed over, as fmax does
+        std::uint32_t u;
+        std::memcpy(&u, q + i, sizeof u);
+        u &= 0x7fffffffu;
+        u &= 0u - std::uint32_t(u <= 0x7f800000u);  // a NaN counts as 0, as fmax passes it over
+        m = m > u ? m : u;
     }
+    return std::bit_cast<float>(m);
+}
+
+// Writes out[k] = Q_{coords[k]} for k < lanes (0 where coords[k] < 0; coords
+// null: natural order, lanes == D) and returns s_q (0 for a zero query, whose
+// Q are all 0).  |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding
+// before nearbyint adds at most 127 ulp of a unit to the half.  The Q_i are
+// rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
+template <int D>
+inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
+    const float max = max_magnitude(q, D);
     const float inv = max > 0 ? 127.0f / max : 0.0f;
-    for (int k = 0; k < lanes; ++k) {
-        const int i = coords ? coords[k] : k;
-        const float r = i < 0 ? 0.0f : std::nearbyint(q[i] * inv);
-        out[k] = static_cast<std::int8_t>(r > 127 ? 127 : r < -127 ? -127 : r);
+    std::int8_t natural[D];
+    std::int8_t* rounded = coords ? natural : out;
+    for (int i = 0; i < D; ++i) {
+        float r = std::nearbyint(q[i] * inv);
+        r = r > 127.0f ? 127.0f : r;
+        r = r < -127.0f ? -127.0f : r;
+        rounded[i] = static_cast<std::int8_t>(static_cast<int>(r));
     }
+    if (coords)  // the kernels' lane orders are constants: unrolled, each move is one load and one store
+#pragma GCC unroll 1024
+        for (int k = 0; k < lanes; ++k) out[k] = coords[k] < 0 ? 0 : natural[coords[k]];
     return max / 127.0f;
 }
 
