@@ -106,8 +106,8 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
         "encode": f"{d} multiply-adds in double (norm), {d} multiplies (normalize), rotation "
                   f"({rotation_ops(d)}), {search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
-        "score": f"per key: {d} centroid lookups (once for up to 4 queries), per query {d} multiply-adds, 1 multiply (scale)",
-        "score_int": f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (once for up to 4 queries), "
+        "score": f"per key: {d} centroid lookups (shared by a block of queries), per query {d} multiply-adds, 1 multiply (scale)",
+        "score_int": f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (shared by a block of queries), "
                      f"per query {d} int8 multiply-adds into int32, 2 multiplies (scales)",
         "accumulate": f"per value: {d} centroid lookups, {d} multiply-adds, 1 multiply (weight x scale)",
         "pack": f"pack: {code_bytes(d, rate)} bytes from {d} levels; unpack: {d} levels from {code_bytes(d, rate)} bytes",

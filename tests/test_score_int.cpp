@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 namespace {
@@ -103,7 +104,7 @@ TEST_CASE("score_int: a zero query scores 0, and a group scores each query bit f
         std::vector<float> zero(d, 0.0f), out(37, 1.0f);
         v.score_int(zero.data(), 1, keys.codes.data(), keys.scales.data(), 37, out.data(), 37);
         for (float s : out) CHECK(s == 0.0f);
-        for (std::size_t group : {std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)}) {
+        for (const std::size_t group : std::initializer_list<std::size_t>{2, 3, 4, 5, 8, 9}) {  // 8: one block of 8
             CAPTURE(group);
             const std::size_t n = 37, stride = n + 2;
             std::vector<float> q_rot(group * d), scores(group * stride, -12345.0f), alone(n);

@@ -36,12 +36,16 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
     return t;
 }
 
+// The query's rounding.  Always inlined: each ISA's kernels compile it with their
+// own flags, and an out-of-line copy (as at -O0) would be one symbol for all of them,
+// the linker's pick running, say, AVX2 code inside a scalar kernel.
+//
 // max |q_i| over the d coordinates that are not NaN, exactly (0 for none): the
 // bits of |q_i| order as unsigned integers do, with a NaN's above +inf's, so an
 // integer max finds it in any order, and compilers vectorize it (a float max's
 // order they keep).  It runs per query and kernel call: with smoothing, once per
 // block of positions (128 by default) for every row of a prefill tile.
-inline float max_magnitude(const float* q, int d) {
+[[gnu::always_inline]] inline float max_magnitude(const float* q, int d) {
     std::uint32_t m = 0;
     for (int i = 0; i < d; ++i) {
         std::uint32_t u;
@@ -59,18 +63,19 @@ inline float max_magnitude(const float* q, int d) {
 // before nearbyint adds at most 127 ulp of a unit to the half.  The Q_i are
 // rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
 template <int D>
-inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
+[[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
     const float max = max_magnitude(q, D);
     const float inv = max > 0 ? 127.0f / max : 0.0f;
-    std::int8_t natural[D];
-    std::int8_t* rounded = coords ? natural : out;
+    std::int8_t natural[D];  // a local: no store into it can alias q, so the loop vectorizes
     for (int i = 0; i < D; ++i) {
         float r = std::nearbyint(q[i] * inv);
         r = r > 127.0f ? 127.0f : r;
         r = r < -127.0f ? -127.0f : r;
-        rounded[i] = static_cast<std::int8_t>(static_cast<int>(r));
+        natural[i] = static_cast<std::int8_t>(static_cast<int>(r));
     }
-    if (coords)  // the kernels' lane orders are constants: unrolled, each move is one load and one store
+    if (!coords)
+        std::memcpy(out, natural, D);
+    else  // the kernels' lane orders are constants: unrolled, each move is one load and one store
 #pragma GCC unroll 1024
         for (int k = 0; k < lanes; ++k) out[k] = coords[k] < 0 ? 0 : natural[coords[k]];
     return max / 127.0f;
