@@ -58,14 +58,16 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
 }
 
 // Writes out[k] = Q_{coords[k]} for k < lanes (0 where coords[k] < 0; coords
-// null: natural order, lanes == D) and returns s_q (0 for a zero query, whose
-// Q are all 0).  |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding
+// null: natural order, lanes == D) and returns s_q: 0, with every Q_i 0, for a
+// zero query and for one whose largest |q_i| is below 2^-120, where 127 / max
+// would overflow to +inf (0 * inf is NaN, which no integer conversion may see);
+// such a query's exact scores are below 2^-115 of the key's norm.  |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding
 // before nearbyint adds at most 127 ulp of a unit to the half.  The Q_i are
 // rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
 template <int D>
 [[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
     const float max = max_magnitude(q, D);
-    const float inv = max > 0 ? 127.0f / max : 0.0f;
+    const float inv = max >= 0x1p-120f ? 127.0f / max : 0.0f;
     std::int8_t natural[D];  // a local: no store into it can alias q, so the loop vectorizes
     for (int i = 0; i < D; ++i) {
         float r = std::nearbyint(q[i] * inv);
@@ -78,7 +80,7 @@ template <int D>
     else  // the kernels' lane orders are constants: unrolled, each move is one load and one store
 #pragma GCC unroll 1024
         for (int k = 0; k < lanes; ++k) out[k] = coords[k] < 0 ? 0 : natural[coords[k]];
-    return max / 127.0f;
+    return inv > 0 ? max / 127.0f : 0.0f;
 }
 
 }  // namespace tq::int8
