@@ -3,11 +3,12 @@
 // (an FNV-1a digest per variant and scale kind), whatever the architecture.  The
 // inputs come from integers alone (no libm), so they are the same everywhere.
 //
-// The fixture covers the variants of the test and eighths presets (every CI build's
-// are among them); a variant it lacks is not checked, and a build with none of them
-// fails.  To rewrite it, on x86-64:
+// The fixture covers the variants of the test, eighths and scalar-only presets (every
+// CI build's are among them; d 576 is scalar-only's); a variant it lacks is not
+// checked, and a build with none of them fails.  To rewrite it, on x86-64:
 //   TQ_WRITE_DIGESTS=tests/fixtures/encoded-digests.txt build/<preset>/tests/tq_cross_isa_tests -tc='cross-machine*'
-// for build/test and build/eighths (rows for the variants it lacks are appended).
+// for build/test, build/eighths and build/scalar-only (rows for the variants it lacks
+// are appended).
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>

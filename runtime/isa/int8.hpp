@@ -61,8 +61,9 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
 // null: natural order, lanes == D) and returns s_q: 0, with every Q_i 0, for a
 // zero query and for one whose largest |q_i| is below 2^-120, where 127 / max
 // would overflow to +inf (0 * inf is NaN, which no integer conversion may see);
-// such a query's exact scores are below 2^-115 of the key's norm.  |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding
-// before nearbyint adds at most 127 ulp of a unit to the half.  The Q_i are
+// such a query's exact scores are below 2^-115 of the key's norm.
+// |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding before nearbyint
+// adds at most 127 ulp of a unit to the half.  The Q_i are
 // rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
 template <int D>
 [[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {

@@ -259,7 +259,7 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
-    p.add_argument("--chunks", default="3")
+    p.add_argument("--chunks", default="2")
     p.add_argument("--ctx", default="512")
     p.add_argument("--configs", default="q8_0/q8_0,tq8/tq8,q4_0/q4_0,tq4/tq4")
     p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
