@@ -101,18 +101,15 @@ TEST_CASE("score_int: a zero query or one below 2^-120 scores 0, and a group sco
         if (!v.score_int) return;
         const int d = v.head_dim;
         const Keys keys = encode_keys(v, signs, 37, 3);
-        std::vector<float> zero(d, 0.0f), out(37, 1.0f);
-        v.score_int(zero.data(), 1, keys.codes.data(), keys.scales.data(), 37, out.data(), 37);
-        for (float s : out) CHECK(s == 0.0f);
-        // Largest |q_i| just below 2^-120 (127 / max would overflow), and a subnormal one.
-        for (const float top : {0x1.fffffep-121f, 0x1p-140f}) {
+        // Largest |q_i|: 0, just below 2^-120 (127 / max would overflow), subnormal.
+        for (const float top : {0.0f, 0x1.fffffep-121f, 0x1p-140f}) {
             CAPTURE(top);
-            auto tiny = tq::test::gaussian(d, 8);
+            auto q = tq::test::gaussian(d, 8);
             float m = 0;
-            for (float x : tiny) m = std::max(m, std::fabs(x));
-            for (float& x : tiny) x = x / m * top;
-            std::fill(out.begin(), out.end(), 1.0f);
-            v.score_int(tiny.data(), 1, keys.codes.data(), keys.scales.data(), 37, out.data(), 37);
+            for (float x : q) m = std::max(m, std::fabs(x));
+            for (float& x : q) x = x / m * top;
+            std::vector<float> out(37, 1.0f);
+            v.score_int(q.data(), 1, keys.codes.data(), keys.scales.data(), 37, out.data(), 37);
             for (float s : out) CHECK(s == 0.0f);
         }
         for (const std::size_t group : std::initializer_list<std::size_t>{2, 3, 4, 5, 8, 9}) {  // 8: one block of 8
