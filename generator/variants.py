@@ -78,6 +78,17 @@ def kernel_name(kernel: str, d: int, rate: Rate | None, isa: str) -> str:
     return f"tq_{kernel}_d{d}" + (f"_b{rate.name}" if rate else "") + f"__{isa}"
 
 
+def product_name(isa: str) -> str:
+    """The ISA's dense product (one per ISA, for every head dim): prefill's tiles."""
+    return f"tq_product__{isa}"
+
+
+def product_rows(isa: str) -> int:
+    """Rows of the product's register tile: 6 on 16 registers (12 accumulators of two
+    registers a row, a broadcast, two of b), 12 on 32 (AVX-512's; NEON's V is a pair)."""
+    return 12 if isa_table.BY_NAME[isa].reg_budget >= 16 else 6
+
+
 def kernel_file(kernel: str, d: int, rate: Rate | None, isa: str) -> str:
     """The file that defines kernel_name(...): its name without "tq_", with "-" for
     the separating underscores (rate.name keeps its own: b3_5)."""
@@ -158,6 +169,8 @@ def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
         files.append((ks[0].file, ks))
 
     for isa in cfg.isas:
+        files.append((f"{isa}/product-{isa}.cpp",
+                      [Kernel("product", 0, None, isa, product_name(isa), f"{isa}/product-{isa}.cpp")]))
         for d in cfg.head_dims:
             add(("rotate", "unrotate"), d, None, isa)
         for kernel in BIT_KERNELS:
@@ -172,12 +185,14 @@ def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
 
 
 def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
-    """kernels.inc's registry rows: one per rotation pair (head dim, ISA) and one per
+    """kernels.inc's registry rows: one per rotation pair (head dim, ISA, and the ISA's
+    product) and one per
     variant (head dim, rate, ISA) naming its kernels; pack and unpack are the
     scalar ones for every ISA (the layout alone), score_int a pointer expression
     (score_int_isa's kernel, or nullptr)."""
     rotations = [dict(head_dim=d, isa=isa, rotate=kernel_name("rotate", d, None, isa),
-                      unrotate=kernel_name("unrotate", d, None, isa)) for isa in cfg.isas for d in cfg.head_dims]
+                      unrotate=kernel_name("unrotate", d, None, isa), product=product_name(isa))
+                 for isa in cfg.isas for d in cfg.head_dims]
     variants = []
     for isa in cfg.isas:
         for d in cfg.head_dims:
@@ -209,6 +224,14 @@ def outputs(cfg: Config) -> list[Output]:
     for path, ks in files:
         k = ks[0]
         isa = isa_table.BY_NAME[k.isa]
+        if k.kind == "product":
+            rows = product_rows(k.isa)
+            ops = (f"per {rows} rows x {2 * isa.lanes} columns and step of k: {2 * rows} vector multiply-adds, "
+                   f"2 loads of b, {rows} broadcasts of a" if isa.family == "simd"
+                   else "per element of c and step of k: 1 multiply, 1 add")
+            ctx = dict(isa=k.isa, arch=isa.arch, lanes=isa.lanes, rows=rows, name=k.symbol, ops=ops)
+            outs.append(Output("product", path, f"{isa.family}/product.cpp.j2", ctx, f"--isas {k.isa}"))
+            continue
         ctx = rotation_context(k.head_dim, k.isa)
         template = f"{isa.family}/{'rotate' if k.rate is None else k.kind}.cpp.j2"
         if k.rate is None:

@@ -40,12 +40,13 @@ int list(int argc, char** argv) {
         std::printf("\n  ],\n  \"kernels\": [");
         first = true;
         for (const auto& k : kernels) {
-            char bits[16] = "null";
+            char bits[16] = "null", dim[16] = "null";  // null: any (a product serves every head dim)
             if (k.rate_eighths) std::snprintf(bits, sizeof bits, "%g", k.rate_eighths / 8.0);
-            std::printf("%s\n    {\"name\": %s, \"kernel\": %s, \"head_dim\": %d, \"bits\": %s, \"isa\": %s, "
+            if (k.head_dim) std::snprintf(dim, sizeof dim, "%d", k.head_dim);
+            std::printf("%s\n    {\"name\": %s, \"kernel\": %s, \"head_dim\": %s, \"bits\": %s, \"isa\": %s, "
                         "\"picked\": %s, \"file\": %s}",
                         first ? "" : ",", json_string(k.name).c_str(), json_string(k.kernel).c_str(),
-                        k.head_dim, bits,
+                        dim, bits,
                         json_string(k.isa).c_str(), k.isa == picked ? "true" : "false",
                         json_string(k.file).c_str());
             first = false;
@@ -61,9 +62,10 @@ int list(int argc, char** argv) {
     std::printf("\npicked on this CPU: %s (marked *)\n\n%-34s %-10s %8s %5s %-7s\n", picked.c_str(), "name",
                 "kernel", "head_dim", "bits", "isa");
     for (const auto& k : kernels) {
-        char bits[16] = "-";
+        char bits[16] = "-", dim[16] = "any";
         if (k.rate_eighths) std::snprintf(bits, sizeof bits, "%g", k.rate_eighths / 8.0);
-        std::printf("%-34s %-10s %8d %5s %-7s%s\n", k.name, k.kernel, k.head_dim, bits, k.isa, k.isa == picked ? " *" : "");
+        if (k.head_dim) std::snprintf(dim, sizeof dim, "%d", k.head_dim);
+        std::printf("%-34s %-10s %8s %5s %-7s%s\n", k.name, k.kernel, dim, bits, k.isa, k.isa == picked ? " *" : "");
     }
     return 0;
 }

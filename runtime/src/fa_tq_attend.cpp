@@ -277,6 +277,10 @@ struct PrefillJob {
     static constexpr std::size_t kTileRows = 64;
     static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
     static constexpr std::size_t kMaxTasks = 128;
+    static constexpr std::size_t kDenseRows = 16;  // tiles of at least this many rows decode their spans
+
+    // Slots decoded at once by a dense tile: about 8192 floats per buffer, a multiple of 16.
+    static std::size_t dense_block(int d) { return std::clamp<std::size_t>(8192 / std::size_t(d) / 16 * 16, 16, 64); }
 
     const ChunkAttention& at;  // pieces, sinks, softmax (its q and q_rot are unused)
     int pos, n_tokens, n_q_heads, d;
@@ -287,7 +291,8 @@ struct PrefillJob {
     std::size_t n, tile_tokens, tiles, tile_tasks;
     float* scores;    // [task][tile rows][kSpan]
     float* q_smooth;  // [task][tile rows + 2][d]
-    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain)
+    float* decoded;   // [task][2][dense_block][d]: a dense tile's decoded keys or values, the keys transposed
+    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain, or original if dense)
     double* extra;    // [kv head][token][group][d], running (original domain: means and sinks)
     Partial* running; // [kv head][token][group]
     float* out;
@@ -303,10 +308,11 @@ struct PrefillJob {
     void run(int index) const {
         const std::size_t t = std::size_t(index), g = t / tile_tasks, rows = tile_tokens * std::size_t(at.group);
         for (std::size_t tile = t % tile_tasks; tile < tiles; tile += tile_tasks)
-            run_tile(int(g), tile, scores + t * rows * kSpan, q_smooth + t * (rows + 2) * std::size_t(d));
+            run_tile(int(g), tile, scores + t * rows * kSpan, q_smooth + t * (rows + 2) * std::size_t(d),
+                     decoded + t * 2 * dense_block(d) * std::size_t(d));
     }
 
-    void run_tile(int g, std::size_t tile, float* sc, float* qs) const {
+    void run_tile(int g, std::size_t tile, float* sc, float* qs, float* dec) const {
         const tq_kernels& kern = *at.state->kernels;
         const fa_tq_stream& ks = at.lay.keys;
         const fa_tq_stream& vs = at.lay.values;
@@ -317,11 +323,28 @@ struct PrefillJob {
         const float* vscale = value_scales + g * n;
         float* smooth = qs + rows * d;  // the block's smoothing scales, then its mean, widened
         float* mean = smooth + d;
-        const std::uint16_t* smoothed_for = nullptr;  // the record qs's rows are smoothed by
+        const bool dense = rows >= kDenseRows;
+        bool prepared = false;                       // whether qs holds the tile's queries
+        const std::uint16_t* prepared_for = nullptr;  // the record they are smoothed by
         // Row r: token i0 + r / group, query head g * group + r % group, as given.
         auto query = [&](std::size_t r) {
             return q + (std::size_t(i0) + r / group) * n_q_heads * d + (std::size_t(g) * group + r % group) * d;
         };
+        // qs's rows: softmax_scale (q * sigma), rotated unless dense (sigma = 1 where sm is null).
+        auto prepare = [&](const std::uint16_t* sm) {
+            if (prepared && prepared_for == sm) return;
+            if (sm) widen_halves(sm + hd, d, smooth);
+            for (std::size_t r = 0; r < rows; ++r) {
+                const float* qh = query(r);
+                float* qr = qs + r * d;
+                for (int i = 0; i < d; ++i) qr[i] = sm ? qh[i] * smooth[i] : qh[i];
+                if (!dense) kern.rotate(at.state->signs.data(), qr, qr);
+                for (int i = 0; i < d; ++i) qr[i] *= at.scale;
+            }
+            prepared = true;
+            prepared_for = sm;
+        };
+        const std::size_t block = dense_block(d);
         const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last token sees
         for (std::size_t c0 = 0; c0 < needed; c0 += kSpan) {
             const std::size_t c1 = std::min(needed, c0 + kSpan);
@@ -347,26 +370,34 @@ struct PrefillJob {
                                     float(at.scale * dot_double(query(r), at.sink(ks, g, pc, t), d));
                         continue;
                     }
-                    const BlockData block = stored_block(at.cache, at.lay, ks, pc.pos_begin);
-                    const float* queries = q_rot + base * d;
-                    if (block.smooth) {
-                        if (block.smooth != smoothed_for) {  // every row of the tile, once per block
-                            widen_halves(block.smooth + hd, d, smooth);
-                            for (std::size_t r = 0; r < rows; ++r) {
-                                const float* qh = query(r);
-                                float* qr = qs + r * d;
-                                for (int i = 0; i < d; ++i) qr[i] = qh[i] * smooth[i];
-                                kern.rotate(at.state->signs.data(), qr, qr);
-                                for (int i = 0; i < d; ++i) qr[i] *= at.scale;
+                    const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
+                    if (dense) {
+                        prepare(stored.smooth);
+                        float* kd = dec;               // [nb][d]
+                        float* kt = dec + block * d;   // [d][np]
+                        for (std::size_t t0 = s0; t0 < s1; t0 += block) {
+                            const std::size_t nb = std::min(block, s1 - t0), np = (nb + 15) / 16 * 16;
+                            for (std::size_t u = 0; u < nb; ++u)
+                                kern.key->decode(at.state->signs.data(), &ks.codes[(sbase + t0 + u) * ks.code_bytes],
+                                                 kscale[t0 + u], kd + u * d);
+                            for (int i = 0; i < d; ++i) {
+                                for (std::size_t u = 0; u < nb; ++u) kt[i * np + u] = kd[u * d + i];
+                                for (std::size_t u = nb; u < np; ++u) kt[i * np + u] = 0;
                             }
-                            smoothed_for = block.smooth;
+                            kern.product(active, nb, std::size_t(d), qs + r0 * d, std::size_t(d), kt, np,
+                                          s + r0 * kSpan + (t0 - s0), kSpan, 0);
                         }
-                        queries = qs;
+                    } else {
+                        const float* queries = q_rot + base * d;
+                        if (stored.smooth) {
+                            prepare(stored.smooth);  // every row of the tile, once per block
+                            queries = qs;
+                        }
+                        at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes],
+                                        kscale + s0, s1 - s0, s + r0 * kSpan, kSpan);
                     }
-                    at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes], kscale + s0,
-                                    s1 - s0, s + r0 * kSpan, kSpan);
-                    if (block.mean) {
-                        widen_halves(block.mean + hd, d, mean);
+                    if (stored.mean) {
+                        widen_halves(stored.mean + hd, d, mean);
                         for (std::size_t r = r0; r < rows; ++r) {
                             const float offset = float(at.scale * dot_double(query(r), mean, d));
                             for (std::size_t t = 0; t < s1 - s0; ++t) s[r * kSpan + t] += offset;
@@ -416,8 +447,19 @@ struct PrefillJob {
                         }
                         continue;
                     }
-                    kern.value->accumulate(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
-                                           vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
+                    if (dense)
+                        for (std::size_t t0 = s0; t0 < s1; t0 += block) {
+                            const std::size_t nb = std::min(block, s1 - t0);
+                            for (std::size_t u = 0; u < nb; ++u)
+                                kern.value->decode(at.state->signs.data(), &vs.codes[(sbase + t0 + u) * vs.code_bytes],
+                                                   vscale[t0 + u], dec + u * d);
+                            kern.product(active, std::size_t(d), nb, w + r0 * kSpan + (t0 - s0), kSpan, dec,
+                                          std::size_t(d), acc + (base + r0) * d, std::size_t(d), 1);
+                        }
+                    else
+                        kern.value->accumulate(w + r0 * kSpan, kSpan, active,
+                                               &vs.codes[(sbase + s0) * vs.code_bytes], vscale + s0, s1 - s0,
+                                               acc + (base + r0) * d, std::size_t(d));
                     if (const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean) {
                         widen_halves(stored + hd, d, mean);
                         for (std::size_t r = r0; r < rows; ++r) {
@@ -431,7 +473,10 @@ struct PrefillJob {
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* o = out + (query(r) - q);
-            kern.unrotate(at.state->signs.data(), acc + (base + r) * d, o);
+            if (dense)
+                std::copy(acc + (base + r) * d, acc + (base + r + 1) * d, o);
+            else
+                kern.unrotate(at.state->signs.data(), acc + (base + r) * d, o);
             for (int j = 0; j < d; ++j) o[j] += float(extra[(base + r) * d + j]);
         }
     }
@@ -439,7 +484,7 @@ struct PrefillJob {
 
 // This thread's attention buffers, sized by reserve_* before anything is written.
 struct Scratch {
-    std::vector<float> q_rot, scores, q_smooth, acc, key_scales, value_scales, merged;
+    std::vector<float> q_rot, scores, q_smooth, decoded, acc, key_scales, value_scales, merged;
     std::vector<double> extra, merged_extra;
     std::vector<Partial> partials;
     std::vector<Piece> pieces;
@@ -546,6 +591,7 @@ int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer&
     Scratch& s = scratch;
     try {
         s.resize(rows, tasks, tile_tokens * group, PrefillJob::kSpan, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
+        s.decoded.resize(tasks * 2 * PrefillJob::dense_block(d) * std::size_t(d));
         cut_pieces(cache, lay, 0, long(n) - 1, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +
@@ -575,7 +621,7 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     const ChunkAttention attend{state, cache, lay, s.pieces, nullptr, nullptr, scale, group, s.pieces.size(),
                                 softmax_for(state->kernels->isa)};
     const PrefillJob job{attend, pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
-                         tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.acc.data(),
+                         tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.decoded.data(), s.acc.data(),
                          s.extra.data(), s.partials.data(), out};
     cache->run_tasks(int(std::size_t(kv_heads) * tile_tasks), &PrefillJob::task, const_cast<PrefillJob*>(&job));
 }

@@ -12,6 +12,7 @@ struct RotationEntry {
     const char* isa;
     tq_rotate_fn rotate;
     tq_rotate_fn unrotate;
+    tq_product_fn product;  // the ISA's, in every head dim's row
 };
 
 struct VariantEntry {

@@ -60,6 +60,13 @@ typedef void (*tq_score_fn)(const float* q_rot, size_t n_queries, const uint8_t*
 typedef void (*tq_accumulate_fn)(const float* weights, size_t weight_stride, size_t n_queries,
                                  const uint8_t* codes, const float* scales, size_t n, float* acc,
                                  size_t acc_stride);
+/* The ISA's dense product (one for every head dim), prefill's tiles over decoded keys
+ * and values: c[i*ldc + j] = sum_p a[i*lda + p] * b[p*ldb + j] (accumulate 0), or c[i*ldc + j]
+ * += that sum (accumulate 1), for i < m, j < n, each sum over p < k in increasing p.  Each
+ * row of b must be readable to a multiple of 16 floats past its first (columns n and up
+ * are read, not used); c is written at j < n only. */
+typedef void (*tq_product_fn)(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b,
+                              size_t ldb, float* c, size_t ldc, int accumulate);
 /* The packed layout alone: d levels (each < 2^b, 2^(b+1) for the high-rate
  * coordinates of a fractional rate) <-> code_bytes bytes. */
 typedef void (*tq_pack_fn)(const uint8_t* levels, uint8_t* code);
@@ -102,6 +109,7 @@ typedef struct tq_kernels {
     tq_rotate_fn unrotate;
     const tq_bit_kernels* key;
     const tq_bit_kernels* value;
+    tq_product_fn product;
 } tq_kernels;
 
 #ifdef __cplusplus
