@@ -11,7 +11,10 @@
 // centered); the weights sum to 1, so adding nu_b back per block is exact.  With
 // smoothing, block b's keys were divided by channel scales sigma_b, so the query
 // is multiplied by them: q'_b = softmax_scale * R (q * sigma_b), exact for scores.
-// Sink positions use their exact vectors instead (docs/levers.md).
+// Sink positions use their exact vectors instead (docs/levers.md).  A prefill tile of
+// kDenseRows rows or more works in the original domain instead: its keys and values
+// decoded (R^T of the above) once per block of slots, scores = (softmax_scale q * sigma_b)
+// K^T and a += P V as dense products (docs/kernels.md, "The dense product").
 #include "fa_tq_attend.hpp"
 
 #include "fa_tq_blocks.hpp"
@@ -272,9 +275,10 @@ struct DecodeJob {
 // pass of the kernels' query block and read from memory once per tile.  Each row keeps
 // a running max, sum and normalized output across spans (online softmax): a span's
 // weights are exp(s - m) / total and the row's output so far is scaled by
-// old_sum exp(old_max - m) / total, both at most 1.
+// old_sum exp(old_max - m) / total, both at most 1.  A tile of kDenseRows rows or more
+// decodes each block of slots once and multiplies densely (dense_scores, dense_values).
 struct PrefillJob {
-    static constexpr std::size_t kTileRows = 64;
+    static constexpr std::size_t kTileRows = 128;
     static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
     static constexpr std::size_t kMaxTasks = 128;
     static constexpr std::size_t kDenseRows = 16;  // tiles of at least this many rows decode their spans
@@ -312,6 +316,46 @@ struct PrefillJob {
                      decoded + t * 2 * dense_block(d) * std::size_t(d));
     }
 
+    // A dense tile's scores of m rows (rows: [m][d], original domain, scaled) over count
+    // keys from stream slot `first` (scales[t]), into sc[r * kSpan + t]: per block of
+    // slots, the keys decoded, transposed (padded with zeros to a multiple of 16) and
+    // multiplied.  dec: 2 * dense_block(d) * d floats.
+    void dense_scores(const float* rows, std::size_t m, std::size_t first, const float* scales, std::size_t count,
+                      float* sc, float* dec) const {
+        const tq_kernels& kern = *at.state->kernels;
+        const fa_tq_stream& ks = at.lay.keys;
+        const std::size_t block = dense_block(d), dim = std::size_t(d);
+        float* keys = dec;                      // [nb][d]
+        float* transposed = dec + block * dim;  // [d][padded]
+        for (std::size_t t0 = 0; t0 < count; t0 += block) {
+            const std::size_t nb = std::min(block, count - t0), padded = (nb + 15) / 16 * 16;
+            for (std::size_t u = 0; u < nb; ++u)
+                kern.key->decode(at.state->signs.data(), &ks.codes[(first + t0 + u) * ks.code_bytes], scales[t0 + u],
+                                 keys + u * dim);
+            for (std::size_t i = 0; i < dim; ++i) {
+                for (std::size_t u = 0; u < nb; ++u) transposed[i * padded + u] = keys[u * dim + i];
+                std::fill(transposed + i * padded + nb, transposed + (i + 1) * padded, 0.0f);
+            }
+            kern.product(m, nb, dim, rows, dim, transposed, padded, sc + t0, kSpan, 0);
+        }
+    }
+
+    // A dense tile's acc_rows[r] += sum_t w[r * kSpan + t] v_t for m rows over count values
+    // from stream slot `first` (scales[t]), decoded to the original domain per block of slots.
+    void dense_values(const float* w, std::size_t m, std::size_t first, const float* scales, std::size_t count,
+                      float* acc_rows, float* dec) const {
+        const tq_kernels& kern = *at.state->kernels;
+        const fa_tq_stream& vs = at.lay.values;
+        const std::size_t block = dense_block(d), dim = std::size_t(d);
+        for (std::size_t t0 = 0; t0 < count; t0 += block) {
+            const std::size_t nb = std::min(block, count - t0);
+            for (std::size_t u = 0; u < nb; ++u)
+                kern.value->decode(at.state->signs.data(), &vs.codes[(first + t0 + u) * vs.code_bytes], scales[t0 + u],
+                                   dec + u * dim);
+            kern.product(m, dim, nb, w + t0, kSpan, dec, dim, acc_rows, dim, 1);
+        }
+    }
+
     void run_tile(int g, std::size_t tile, float* sc, float* qs, float* dec) const {
         const tq_kernels& kern = *at.state->kernels;
         const fa_tq_stream& ks = at.lay.keys;
@@ -344,7 +388,6 @@ struct PrefillJob {
             prepared = true;
             prepared_for = sm;
         };
-        const std::size_t block = dense_block(d);
         const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last token sees
         for (std::size_t c0 = 0; c0 < needed; c0 += kSpan) {
             const std::size_t c1 = std::min(needed, c0 + kSpan);
@@ -373,20 +416,7 @@ struct PrefillJob {
                     const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
                     if (dense) {
                         prepare(stored.smooth);
-                        float* kd = dec;               // [nb][d]
-                        float* kt = dec + block * d;   // [d][np]
-                        for (std::size_t t0 = s0; t0 < s1; t0 += block) {
-                            const std::size_t nb = std::min(block, s1 - t0), np = (nb + 15) / 16 * 16;
-                            for (std::size_t u = 0; u < nb; ++u)
-                                kern.key->decode(at.state->signs.data(), &ks.codes[(sbase + t0 + u) * ks.code_bytes],
-                                                 kscale[t0 + u], kd + u * d);
-                            for (int i = 0; i < d; ++i) {
-                                for (std::size_t u = 0; u < nb; ++u) kt[i * np + u] = kd[u * d + i];
-                                for (std::size_t u = nb; u < np; ++u) kt[i * np + u] = 0;
-                            }
-                            kern.product(active, nb, std::size_t(d), qs + r0 * d, std::size_t(d), kt, np,
-                                          s + r0 * kSpan + (t0 - s0), kSpan, 0);
-                        }
+                        dense_scores(qs + r0 * d, active, sbase + s0, kscale + s0, s1 - s0, s + r0 * kSpan, dec);
                     } else {
                         const float* queries = q_rot + base * d;
                         if (stored.smooth) {
@@ -448,14 +478,7 @@ struct PrefillJob {
                         continue;
                     }
                     if (dense)
-                        for (std::size_t t0 = s0; t0 < s1; t0 += block) {
-                            const std::size_t nb = std::min(block, s1 - t0);
-                            for (std::size_t u = 0; u < nb; ++u)
-                                kern.value->decode(at.state->signs.data(), &vs.codes[(sbase + t0 + u) * vs.code_bytes],
-                                                   vscale[t0 + u], dec + u * d);
-                            kern.product(active, std::size_t(d), nb, w + r0 * kSpan + (t0 - s0), kSpan, dec,
-                                          std::size_t(d), acc + (base + r0) * d, std::size_t(d), 1);
-                        }
+                        dense_values(w + r0 * kSpan, active, sbase + s0, vscale + s0, s1 - s0, acc + (base + r0) * d, dec);
                     else
                         kern.value->accumulate(w + r0 * kSpan, kSpan, active,
                                                &vs.codes[(sbase + s0) * vs.code_bytes], vscale + s0, s1 - s0,
