@@ -94,10 +94,17 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
                 CAPTURE(c.pos);
                 CAPTURE(c.n_tokens);
                 CAPTURE(threads);
-                // Up to 256 positions the sums are the same (0 measured); past them the
-                // batch rescales its running output per span of 256 (online softmax), in
-                // another order than one pass or than the decode merge: measured below 1e-6.
-                CHECK(batch_vs_single(s, d, c, threads) < 1e-5);
+                // Up to 256 positions the batch gives the single calls' bits, dense tiles
+                // included (their first span runs the fused kernels), so that a sequence's
+                // outputs do not depend on how its tokens were split into calls (llama.cpp's
+                // server test); past them the batch rescales its running output per span of
+                // 256 (online softmax) and multiplies dense tiles' decoded spans, in another
+                // order than one pass or than the decode merge: measured below 1e-6.
+                const double worst = batch_vs_single(s, d, c, threads);
+                if (std::max(c.before, c.pos + c.n_tokens) <= FA_TQ_PARALLEL_CHUNK)
+                    CHECK(worst == 0);
+                else
+                    CHECK(worst < 1e-5);
             }
     fa_tq_free(levers);
     fa_tq_free(none);

@@ -12,9 +12,9 @@
 // smoothing, block b's keys were divided by channel scales sigma_b, so the query
 // is multiplied by them: q'_b = softmax_scale * R (q * sigma_b), exact for scores.
 // Sink positions use their exact vectors instead (docs/levers.md).  A prefill tile of
-// kDenseRows rows or more works in the original domain instead: its keys and values
-// decoded (R^T of the above) once per block of slots, scores = (softmax_scale q * sigma_b)
-// K^T and a += P V as dense products (docs/kernels.md, "The dense product").
+// kDenseRows rows or more works in the original domain past its first span: its keys and
+// values decoded (R^T of the above) once per block of slots, scores = (softmax_scale q *
+// sigma_b) K^T and a += P V as dense products (docs/kernels.md, "The dense product").
 #include "fa_tq_attend.hpp"
 
 #include "fa_tq_blocks.hpp"
@@ -276,7 +276,8 @@ struct DecodeJob {
 // a running max, sum and normalized output across spans (online softmax): a span's
 // weights are exp(s - m) / total and the row's output so far is scaled by
 // old_sum exp(old_max - m) / total, both at most 1.  A tile of kDenseRows rows or more
-// decodes each block of slots once and multiplies densely (dense_scores, dense_values).
+// decodes each block of slots past the first span once and multiplies densely
+// (dense_scores, dense_values).
 struct PrefillJob {
     static constexpr std::size_t kTileRows = 128;
     static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
@@ -296,7 +297,7 @@ struct PrefillJob {
     float* scores;    // [task][tile rows][kSpan]
     float* q_smooth;  // [task][tile rows + 2][d]
     float* decoded;   // [task][2][dense_block][d]: a dense tile's decoded keys or values, the keys transposed
-    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain, or original if dense)
+    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain; original past a dense tile's first span)
     double* extra;    // [kv head][token][group][d], running (original domain: means and sinks)
     Partial* running; // [kv head][token][group]
     float* out;
@@ -367,30 +368,36 @@ struct PrefillJob {
         const float* vscale = value_scales + g * n;
         float* smooth = qs + rows * d;  // the block's smoothing scales, then its mean, widened
         float* mean = smooth + d;
+        // A dense tile runs its first span with the fused kernels all the same: a row that
+        // sees no more gets the single calls' bits (the batch's outputs do not depend on
+        // how a sequence's tokens were split into calls); its acc is then unrotated in
+        // place, and the later spans are dense.
         const bool dense = rows >= kDenseRows;
-        bool prepared = false;                       // whether qs holds the tile's queries
-        const std::uint16_t* prepared_for = nullptr;  // the record they are smoothed by
+        bool prepared = false, prepared_rotated = false;  // whether qs holds the tile's queries, and how
+        const std::uint16_t* prepared_for = nullptr;       // the record they are smoothed by
         // Row r: token i0 + r / group, query head g * group + r % group, as given.
         auto query = [&](std::size_t r) {
             return q + (std::size_t(i0) + r / group) * n_q_heads * d + (std::size_t(g) * group + r % group) * d;
         };
-        // qs's rows: softmax_scale (q * sigma), rotated unless dense (sigma = 1 where sm is null).
-        auto prepare = [&](const std::uint16_t* sm) {
-            if (prepared && prepared_for == sm) return;
+        // qs's rows: softmax_scale (q * sigma), rotated or not (sigma = 1 where sm is null).
+        auto prepare = [&](const std::uint16_t* sm, bool rotated) {
+            if (prepared && prepared_for == sm && prepared_rotated == rotated) return;
             if (sm) widen_halves(sm + hd, d, smooth);
             for (std::size_t r = 0; r < rows; ++r) {
                 const float* qh = query(r);
                 float* qr = qs + r * d;
                 for (int i = 0; i < d; ++i) qr[i] = sm ? qh[i] * smooth[i] : qh[i];
-                if (!dense) kern.rotate(at.state->signs.data(), qr, qr);
+                if (rotated) kern.rotate(at.state->signs.data(), qr, qr);
                 for (int i = 0; i < d; ++i) qr[i] *= at.scale;
             }
             prepared = true;
             prepared_for = sm;
+            prepared_rotated = rotated;
         };
         const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last token sees
         for (std::size_t c0 = 0; c0 < needed; c0 += kSpan) {
             const std::size_t c1 = std::min(needed, c0 + kSpan);
+            const bool dense_span = dense && c0 > 0;
             // Tokens i >= first see slots of the span (slot < pos + i + 1): rows r0.. of the tile.
             const int first = std::max(i0, int(long(c0) - pos));
             const std::size_t r0 = std::size_t(first - i0) * group, active = rows - r0;
@@ -414,13 +421,13 @@ struct PrefillJob {
                         continue;
                     }
                     const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
-                    if (dense) {
-                        prepare(stored.smooth);
+                    if (dense_span) {
+                        prepare(stored.smooth, false);
                         dense_scores(qs + r0 * d, active, sbase + s0, kscale + s0, s1 - s0, s + r0 * kSpan, dec);
                     } else {
                         const float* queries = q_rot + base * d;
                         if (stored.smooth) {
-                            prepare(stored.smooth);  // every row of the tile, once per block
+                            prepare(stored.smooth, true);  // every row of the tile, once per block
                             queries = qs;
                         }
                         at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes],
@@ -477,7 +484,7 @@ struct PrefillJob {
                         }
                         continue;
                     }
-                    if (dense)
+                    if (dense_span)
                         dense_values(w + r0 * kSpan, active, sbase + s0, vscale + s0, s1 - s0, acc + (base + r0) * d, dec);
                     else
                         kern.value->accumulate(w + r0 * kSpan, kSpan, active,
@@ -493,6 +500,9 @@ struct PrefillJob {
                         }
                     }
                 }
+            if (dense && c0 == 0)  // every row saw the first span: its acc to the original domain
+                for (std::size_t r = 0; r < rows; ++r)
+                    kern.unrotate(at.state->signs.data(), acc + (base + r) * d, acc + (base + r) * d);
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* o = out + (query(r) - q);
