@@ -85,7 +85,8 @@ def product_name(isa: str) -> str:
 
 def product_rows(isa: str) -> int:
     """Rows of the product's register tile: 6 on 16 registers (12 accumulators of two
-    registers a row, a broadcast, two of b), 12 on 32 (AVX-512's; NEON's V is a pair)."""
+    registers a row, a broadcast, two of b), 12 on 32 (AVX-512's; NEON's V is a pair of
+    its 32, so it has 16).  reg_budget stands for the count: 16 where V has 32 registers."""
     return 12 if isa_table.BY_NAME[isa].reg_budget >= 16 else 6
 
 
@@ -230,7 +231,10 @@ def outputs(cfg: Config) -> list[Output]:
                    f"2 loads of b, {rows} broadcasts of a" if isa.family == "simd"
                    else "per element of c and step of k: 1 multiply, 1 add")
             ctx = dict(isa=k.isa, arch=isa.arch, lanes=isa.lanes, rows=rows, name=k.symbol, ops=ops)
-            outs.append(Output("product", path, f"{isa.family}/product.cpp.j2", ctx, f"--isas {k.isa}"))
+            # The product depends on the ISA alone; the generator still needs a head dim and scalar.
+            isas = "scalar" if k.isa == "scalar" else f"scalar,{k.isa}"
+            outs.append(Output("product", path, f"{isa.family}/product.cpp.j2", ctx,
+                               f"--head-dims {cfg.head_dims[0]} --isas {isas}"))
             continue
         ctx = rotation_context(k.head_dim, k.isa)
         template = f"{isa.family}/{'rotate' if k.rate is None else k.kind}.cpp.j2"

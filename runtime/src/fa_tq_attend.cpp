@@ -342,7 +342,8 @@ struct PrefillJob {
     }
 
     // A dense tile's acc_rows[r] += sum_t w[r * kSpan + t] v_t for m rows over count values
-    // from stream slot `first` (scales[t]), decoded to the original domain per block of slots.
+    // from stream slot `first` (scales[t]), decoded to the original domain per block of slots
+    // (rows of d floats, which the product reads whole: every head dim is a multiple of 16).
     void dense_values(const float* w, std::size_t m, std::size_t first, const float* scales, std::size_t count,
                       float* acc_rows, float* dec) const {
         const tq_kernels& kern = *at.state->kernels;
