@@ -104,27 +104,34 @@ def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables
                         f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})")
 
 
-def simd_bucketize(head_dim: int, bits, first: int, lanes: int, value: str, tables: str) -> str:
-    """Expression (an I register): the levels of the rotated coordinates in `value`
-    against each segment's boundary table <tables><segment index>."""
-    return _blend_parts(register_parts(head_dim, bits, first, lanes),
-                        lambda i, seg, lo, hi: f"bucketize<{seg.bits}>({value}, {tables}{i})")
+def simd_quantize_stmts(head_dim: int, bits, reg: int, lanes: int) -> list[str]:
+    """Statements quantizing register r<reg> (coordinates reg*lanes..): a<reg> = |r<reg>|,
+    j<reg>_<i> = the number of segment i's positive boundaries <= |r| (from the upper
+    halves bounds<i> of the boundary tables) for each segment the register holds, and
+    the levels l<reg> (docs/packed-format.md, "Levels")."""
+    parts = register_parts(head_dim, bits, reg * lanes, lanes)
+    stmts = [f"const V a{reg} = abs_(r{reg});"]
+    stmts += [f"const I j{reg}_{i} = bucketize<{seg.bits - 1}>(a{reg}, bounds{i});" for i, seg, _, _ in parts]
+    levels = _blend_parts(parts, lambda i, seg, lo, hi: f"mirror<{seg.bits}>(j{reg}_{i}, r{reg})")
+    return stmts + [f"const I l{reg} = {levels};"]
 
 
-def simd_lookup(head_dim: int, bits, first: int, lanes: int, levels: str, tables: str) -> str:
-    """Expression (a V register): the centroids of the levels in register `levels`.
-    Where two segments share the register, the lanes of the wider one hold levels
-    beyond the narrower table: masked (lookup_field) so that a gather stays inside it."""
-    parts = register_parts(head_dim, bits, first, lanes)
-    return _blend_parts(parts, lambda i, seg, lo, hi: f"{tables}{i}.lookup({levels})" if len(parts) == 1
-                        else f"{tables}{i}.lookup_field<{(1 << seg.bits) - 1}>({levels})")
+def simd_magnitudes(head_dim: int, bits, reg: int, lanes: int) -> str:
+    """Expression (a V register): the centroid magnitudes |c| of register reg's levels,
+    looked up by j<reg>_<i> in the upper halves magnitudes<i> of the centroid tables."""
+    return _blend_parts(register_parts(head_dim, bits, reg * lanes, lanes),
+                        lambda i, seg, lo, hi: f"magnitudes{i}.lookup(j{reg}_{i})")
 
 
 def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst: str) -> list[str]:
     """Statements writing the packed bytes from level registers `regs`<r> (lanes
     coordinates each).  Planes whose bytes tile whole registers are packed in
-    registers; the others byte by byte from the level array `levels`."""
+    registers; the others byte by byte from the level array `levels`.  The levels are
+    encode's, below 2^bits, so a segment's top plane needs no mask."""
     stmts = []
+    top_shift: dict[int, int] = {}
+    for p in planes(head_dim, bits):
+        top_shift[p.first] = max(top_shift.get(p.first, 0), p.shift)
     for p in planes(head_dim, bits):
         if p.nbytes % lanes or p.first % lanes:
             stmts += packed_byte_stmts(head_dim, bits, levels, dst, only=p)
@@ -135,7 +142,7 @@ def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst
                 value = f"{regs}{coord // lanes}"
                 if p.shift:
                     value = f"shr<{p.shift}>({value})"
-                if p.width < 8:
+                if p.shift != top_shift[p.first]:
                     value = f"and_<{p.mask}>({value})"
                 terms.append(f"shl<{k * p.width}>({value})" if k else value)
             expr = terms[-1]

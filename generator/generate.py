@@ -67,6 +67,12 @@ def load_codebook(codebook_dir: Path, d: int, b: int) -> dict:
     if (cb.get("head_dim"), cb.get("bits")) != (d, b) or len(cb.get("centroids", [])) != levels \
             or len(cb.get("boundaries", [])) != levels - 1:
         raise SystemExit(f"generate.py: codebook {path} does not describe head_dim {d}, bits {b}")
+    # The encode kernels quantize |u| over the upper halves and mirror (docs/packed-format.md):
+    # that needs c_i = -c_{L-1-i} and b_i = -b_{L-2-i} exactly, which tq-codebook guarantees.
+    c, bounds = cb["centroids"], cb["boundaries"]
+    if any(c[i] != -c[levels - 1 - i] for i in range(levels)) or \
+            any(bounds[i] != -bounds[levels - 2 - i] for i in range(levels - 1)):
+        raise SystemExit(f"generate.py: codebook {path} is not symmetric about 0")
     return cb
 
 

@@ -112,11 +112,11 @@ def rotation_ops(d: int) -> str:
 
 
 def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
-    search = " + ".join(f"{s.count * s.bits} compares ({s.bits}-step search over {(1 << s.bits) - 1} boundaries)"
-                        for s in segments(d, rate))
+    search = " + ".join(f"{s.count * s.bits} compares ({s.bits - 1}-step search of |u| over {(1 << (s.bits - 1)) - 1} "
+                        f"positive boundaries, 1 sign)" for s in segments(d, rate))
     per = {
-        "encode": f"{d} multiply-adds in double (norm), {d} multiplies (normalize), rotation "
-                  f"({rotation_ops(d)}), {search}, {code_bytes(d, rate)} packed bytes written",
+        "encode": f"{d} multiplies and adds in float (norm), rotation ({rotation_ops(d)}), {d} multiplies (normalize), "
+                  f"{search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
         "score": f"per key: {d} centroid lookups (shared by a block of queries), per query {d} multiply-adds, 1 multiply (scale)",
         "score_int": f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (shared by a block of queries), "

@@ -5,6 +5,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 namespace {
@@ -100,6 +101,74 @@ TEST_CASE("edge: constant vectors and extreme magnitudes are scale-invariant") {
             int differing = 0;
             for (std::size_t i = 0; i < f.code.size(); ++i) differing += f.code[i] != base_code[i];
             CHECK(differing <= 1);
+        }
+    }
+}
+
+TEST_CASE("edge: x 2^e encodes to x's codes and scale 2^e, across the float range") {
+    // Powers of two scale exactly, and so does encode: the kernels' float sums hold
+    // between norms 2^-30 and 2^64, and beyond them x is rescaled by a power of two
+    // first (isa/encode_range.hpp).  From the smallest e that keeps every coordinate
+    // normal to the largest that keeps the norm below TQ_MAX_NORM, both paths on
+    // both sides, the codes and the scale's significand must not move.
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.rate_eighths);
+        Fixture f(v);
+        const auto base = tq::test::gaussian(d, 14);
+        float smallest = FLT_MAX;
+        for (float e : base) smallest = std::min(smallest, std::abs(e));
+        const double norm = std::sqrt(tq::test::dot(base, base));
+        const int lowest = static_cast<int>(std::ceil(std::log2(FLT_MIN / smallest)));
+        const int highest = static_cast<int>(std::floor(std::log2(TQ_MAX_NORM(d) / norm))) - 1;
+        REQUIRE(lowest < -40);  // the small-norm path (norm below 2^-30) is reached
+        REQUIRE(highest > 70);  // and the large one (above 2^64)
+        for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
+            CAPTURE(kind);
+            f.kind = kind;
+            REQUIRE(f.encode(base) == TQ_OK);
+            const auto base_code = f.code;
+            const float base_scale = f.scale;
+            for (int e = lowest;; e = std::min(e + 7, highest)) {
+                CAPTURE(e);
+                std::vector<float> x(d);
+                for (int i = 0; i < d; ++i) x[i] = std::ldexp(base[i], e);
+                REQUIRE(f.encode(x) == TQ_OK);
+                CHECK(f.code == base_code);
+                CHECK(f.scale == std::ldexp(base_scale, e));
+                if (e == highest) break;
+            }
+        }
+    }
+}
+
+TEST_CASE("edge: -x encodes to the mirrored levels of x: it decodes to exactly -x^") {
+    // The levels come from |u| and the sign (the codebooks are symmetric about 0),
+    // so negating x negates every rotated coordinate, mirrors every level and keeps
+    // the scale; decode is odd in the levels' centroids.
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.rate_eighths);
+        Fixture f(v);
+        for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
+            CAPTURE(kind);
+            f.kind = kind;
+            for (std::uint64_t seed : {15, 16}) {
+                auto x = tq::test::gaussian(d, seed);
+                REQUIRE(f.encode(x) == TQ_OK);
+                const float scale = f.scale;
+                f.decode();
+                const auto decoded = f.out;
+                for (auto& e : x) e = -e;
+                REQUIRE(f.encode(x) == TQ_OK);
+                CHECK(f.scale == scale);
+                f.decode();
+                int mismatched = 0;
+                for (int i = 0; i < d; ++i) mismatched += f.out[i] != -decoded[i];
+                CHECK(mismatched == 0);
+            }
         }
     }
 }

@@ -72,32 +72,16 @@ inline void butterfly(V& a, V& b) {
     a = t;
 }
 
-// Double sums in the canonical order of isa/scalar.hpp (Sum8): register i is
-// block i and feeds chain i % 4; lanes 0-3 and 4-7 live in two registers.
+// Float sums in the canonical order of isa/scalar.hpp (Sum8): register i is block i
+// and feeds chain i % 4; the products round before they add (no FMA), and hsum
+// adds the 8 lanes in the canonical tree.
 struct Sum8 {
-    __m256d lo[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
-    __m256d hi[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
-    void add_products(int reg, V a, V b) {
-        const int c = reg % 4;
-        lo[c] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_castps256_ps128(b)),
-                                lo[c]);
-        hi[c] = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
-                                hi[c]);
-    }
-    double total() const {
-        alignas(32) double lane[8];
-        _mm256_store_pd(lane, _mm256_add_pd(_mm256_add_pd(lo[0], lo[1]), _mm256_add_pd(lo[2], lo[3])));
-        _mm256_store_pd(lane + 4, _mm256_add_pd(_mm256_add_pd(hi[0], hi[1]), _mm256_add_pd(hi[2], hi[3])));
-        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    }
+    V chain[4] = {zero(), zero(), zero(), zero()};
+    void add_products(int reg, V a, V b) { chain[reg % 4] = add(chain[reg % 4], mul(a, b)); }
+    float total() const { return hsum(add(add(chain[0], chain[1]), add(chain[2], chain[3]))); }
 };
 
-inline V scale_in_double(V x, double s) {
-    const __m256d sd = _mm256_set1_pd(s);
-    const __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x)), sd));
-    const __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)), sd));
-    return _mm256_set_m128(hi, lo);
-}
+inline V abs_(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
 
 // A table of L floats for per-lane lookup by level: registers up to 16 entries
 // (two permutes and a blend on bit 3), a gather from memory beyond.
@@ -155,7 +139,7 @@ inline I search_step(V u, I p, const float* b) {
 }
 
 // The level of each lane: the number of boundaries <= u, by binary search from the top
-// bit (the same compares as scalar.hpp's bucketize8, so the same levels).
+// bit (the same compares as scalar.hpp's quantize8, so the same levels).
 template <int Bits, int T = 0>
 inline I bucketize(V u, const Table<(1 << Bits)>& boundaries, I p = _mm256_setzero_si256()) {
     if constexpr (T == Bits) {
@@ -163,6 +147,15 @@ inline I bucketize(V u, const Table<(1 << Bits)>& boundaries, I p = _mm256_setze
     } else {
         return bucketize<Bits, T + 1>(u, boundaries, search_step<Bits, T>(u, p, boundaries.data));
     }
+}
+
+// The level of u from j, the number of positive boundaries <= |u| (a bucketize of
+// |u| over the upper half of the boundaries): 2^(Bits-1) + j where u >= 0 (-0 too),
+// else 2^(Bits-1) - 1 - j.  As j < 2^(Bits-1): j ^ (2^(Bits-1) - 1 - mask).
+template <int Bits>
+inline I mirror(I j, V u) {
+    const I ge = _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_setzero_ps(), _CMP_GE_OQ));
+    return _mm256_xor_si256(j, _mm256_sub_epi32(_mm256_set1_epi32((1 << (Bits - 1)) - 1), ge));
 }
 
 // Lane i = byte p[i - Shift] (0 where that is outside p[0..8)) shifted right by Bit and masked.

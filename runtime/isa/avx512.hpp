@@ -91,33 +91,24 @@ inline void butterfly(V& a, V& b) {
     a = t;
 }
 
-// Double sums in the canonical order of isa/scalar.hpp (Sum8): register i holds
-// blocks 2i and 2i+1, which feed chains 2i % 4 and (2i+1) % 4.
+// Float sums in the canonical order of isa/scalar.hpp (Sum8): register i holds
+// blocks 2i and 2i+1, which feed chains 2i % 4 and (2i+1) % 4, so pair[i % 2]
+// holds chains 2(i % 2) (low half) and 2(i % 2) + 1 (high half).  The products
+// round before they add (no FMA).
 struct Sum8 {
-    __m512d chain[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
-    void add_products(int reg, V a, V b) {
-        const int lo = (2 * reg) % 4, hi = (2 * reg + 1) % 4;
-        chain[lo] = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                                    _mm512_cvtps_pd(_mm512_castps512_ps256(b)), chain[lo]);
-        chain[hi] = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))),
-                                    _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))),
-                                    chain[hi]);
-    }
-    double total() const {
-        alignas(64) double lane[8];
-        _mm512_store_pd(lane, _mm512_add_pd(_mm512_add_pd(chain[0], chain[1]), _mm512_add_pd(chain[2], chain[3])));
+    V pair[2] = {zero(), zero()};
+    void add_products(int reg, V a, V b) { pair[reg % 2] = add(pair[reg % 2], mul(a, b)); }
+    float total() const {
+        auto low = [](V x) { return _mm512_castps512_ps256(x); };
+        auto high = [](V x) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)); };
+        alignas(32) float lane[8];
+        _mm256_store_ps(lane, _mm256_add_ps(_mm256_add_ps(low(pair[0]), high(pair[0])),
+                                            _mm256_add_ps(low(pair[1]), high(pair[1]))));
         return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     }
 };
 
-// float(x * s) computed in double, as scalar8 does.
-inline V scale_in_double(V x, double s) {
-    const __m512d sd = _mm512_set1_pd(s);
-    const __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(x)), sd));
-    const __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(
-        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))), sd));
-    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-}
+inline V abs_(V x) { return _mm512_abs_ps(x); }
 
 // A table of L floats for per-lane lookup by level: in registers up to 32
 // entries, a gather from memory beyond.
@@ -151,12 +142,22 @@ struct Table {
 template <int Bits>
 inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
     I idx = _mm512_setzero_si512();
-    for (int step = 1 << (Bits - 1); step; step >>= 1) {
+    for (int step = (1 << Bits) / 2; step; step >>= 1) {
         const V b = boundaries.lookup(_mm512_add_epi32(idx, _mm512_set1_epi32(step - 1)));
         const __mmask16 ge = _mm512_cmp_ps_mask(u, b, _CMP_GE_OQ);
         idx = _mm512_mask_add_epi32(idx, ge, idx, _mm512_set1_epi32(step));
     }
     return idx;
+}
+
+// The level of u from j, the number of positive boundaries <= |u| (avx2.hpp's
+// mirror): j ^ (2^(Bits-1) - 1), and j ^ 2^(Bits-1) where u >= 0 (-0 too).
+template <int Bits>
+inline I mirror(I j, V u) {
+    constexpr int below = (1 << (Bits - 1)) - 1;
+    const I low = _mm512_xor_si512(j, _mm512_set1_epi32(below));
+    return _mm512_mask_xor_epi32(low, _mm512_cmp_ps_mask(u, _mm512_setzero_ps(), _CMP_GE_OQ), low,
+                                 _mm512_set1_epi32(2 * below + 1));
 }
 
 // Levels from packed bytes (docs/packed-format.md).  field: lane i = byte

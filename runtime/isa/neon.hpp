@@ -89,33 +89,16 @@ inline void butterfly(V& a, V& b) {
     a = t;
 }
 
-// Double sums in the canonical order of isa/scalar.hpp (Sum8): register i is
-// block i and feeds chain i % 4; chain c's lanes 2k, 2k+1 live in part[c][k].
+// Float sums in the canonical order of isa/scalar.hpp (Sum8): register i is block i
+// and feeds chain i % 4; the products round before they add (no FMA), and hsum
+// adds the 8 lanes in the canonical tree.
 struct Sum8 {
-    float64x2_t part[4][4] = {};
-    void add_products(int reg, V a, V b) {
-        float64x2_t* c = part[reg % 4];
-        c[0] = vfmaq_f64(c[0], vcvt_f64_f32(vget_low_f32(a.lo)), vcvt_f64_f32(vget_low_f32(b.lo)));
-        c[1] = vfmaq_f64(c[1], vcvt_high_f64_f32(a.lo), vcvt_high_f64_f32(b.lo));
-        c[2] = vfmaq_f64(c[2], vcvt_f64_f32(vget_low_f32(a.hi)), vcvt_f64_f32(vget_low_f32(b.hi)));
-        c[3] = vfmaq_f64(c[3], vcvt_high_f64_f32(a.hi), vcvt_high_f64_f32(b.hi));
-    }
-    double total() const {
-        double lane[8];
-        for (int k = 0; k < 4; ++k)
-            vst1q_f64(lane + 2 * k, vaddq_f64(vaddq_f64(part[0][k], part[1][k]), vaddq_f64(part[2][k], part[3][k])));
-        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    }
+    V chain[4] = {zero(), zero(), zero(), zero()};
+    void add_products(int reg, V a, V b) { chain[reg % 4] = add(chain[reg % 4], mul(a, b)); }
+    float total() const { return hsum(add(add(chain[0], chain[1]), add(chain[2], chain[3]))); }
 };
 
-inline V scale_in_double(V x, double s) {
-    const float64x2_t sd = vdupq_n_f64(s);
-    auto scaled = [&](float32x4_t h) {
-        const float32x2_t lo = vcvt_f32_f64(vmulq_f64(vcvt_f64_f32(vget_low_f32(h)), sd));
-        return vcvt_high_f32_f64(lo, vmulq_f64(vcvt_high_f64_f32(h), sd));
-    };
-    return {scaled(x.lo), scaled(x.hi)};
-}
+inline V abs_(V x) { return {vabsq_f32(x.lo), vabsq_f32(x.hi)}; }
 
 // A table of L floats for per-lane lookup by level: byte table lookups (tbl) up
 // to 16 entries, a lane-by-lane load from memory beyond.  Levels must be < L:
@@ -155,12 +138,20 @@ struct Table {
 template <int Bits>
 inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
     I idx = {vdupq_n_u32(0), vdupq_n_u32(0)};
-    for (int step = 1 << (Bits - 1); step; step >>= 1) {
+    for (int step = (1 << Bits) / 2; step; step >>= 1) {
         const uint32x4_t st = vdupq_n_u32(static_cast<uint32_t>(step));
         const V b = boundaries.lookup({vaddq_u32(idx.lo, vdupq_n_u32(step - 1)), vaddq_u32(idx.hi, vdupq_n_u32(step - 1))});
         idx = {vaddq_u32(idx.lo, vandq_u32(vcgeq_f32(u.lo, b.lo), st)), vaddq_u32(idx.hi, vandq_u32(vcgeq_f32(u.hi, b.hi), st))};
     }
     return idx;
+}
+
+// The level of u from j, the number of positive boundaries <= |u| (avx2.hpp's
+// mirror): j ^ (2^(Bits-1) - 1 - mask), the mask all ones where u >= 0 (-0 too).
+template <int Bits>
+inline I mirror(I j, V u) {
+    const uint32x4_t below = vdupq_n_u32((1u << (Bits - 1)) - 1);
+    return {veorq_u32(j.lo, vsubq_u32(below, vcgezq_f32(u.lo))), veorq_u32(j.hi, vsubq_u32(below, vcgezq_f32(u.hi)))};
 }
 
 inline I widen_bytes(uint8x8_t b) {

@@ -5,6 +5,7 @@
 // that compilers vectorize with whatever the baseline ISA offers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace tq::scalar {
@@ -13,23 +14,24 @@ inline void mul8(float* dst, const float* a, const float* b) {
     for (int k = 0; k < 8; ++k) dst[k] = a[k] * b[k];
 }
 
-inline void scale8(float* dst, const float* src, double s) {
-    for (int k = 0; k < 8; ++k) dst[k] = static_cast<float>(src[k] * s);
+inline void scale8(float* dst, const float* src, float s) {
+    for (int k = 0; k < 8; ++k) dst[k] = src[k] * s;
 }
 
-// The canonical order of the double sums in encode (norm, least-squares scale),
+// The canonical order of the float sums in encode (norm, least-squares scale),
 // which every ISA reproduces so that all write the same bytes.  Coordinates come
-// in blocks of 8; block j feeds chain j % 4, in which lane k sums the block's
-// coordinate k in ascending block order.  Then lanes combine across chains as
-// (c0 + c1) + (c2 + c3), and the 8 lanes as a tree.  Four chains keep the
-// additions' latency from serializing the kernel.
+// in blocks of 8; block j feeds chain j % 4, in which lane k adds the product of
+// the block's coordinate k (rounded to float: no fused multiply-add) in ascending
+// block order.  Then lanes combine across chains as (c0 + c1) + (c2 + c3), and the
+// 8 lanes as a tree.  Four chains keep the additions' latency from serializing
+// the kernel.
 struct Sum8 {
-    double chain[4][8] = {};
+    float chain[4][8] = {};
     void add_products(int block, const float* a, const float* b) {
-        for (int k = 0; k < 8; ++k) chain[block % 4][k] += static_cast<double>(a[k]) * b[k];
+        for (int k = 0; k < 8; ++k) chain[block % 4][k] += a[k] * b[k];
     }
-    double total() const {
-        double lane[8];
+    float total() const {
+        float lane[8];
         for (int k = 0; k < 8; ++k) lane[k] = (chain[0][k] + chain[1][k]) + (chain[2][k] + chain[3][k]);
         return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     }
@@ -77,21 +79,27 @@ inline void butterfly8(float* a, float* b) {
     }
 }
 
-// level[k] = number of boundaries <= u[k], by a branchless binary search over
-// the 2^Bits - 1 ascending boundaries (Bits steps).
+// The levels of one block by magnitude (docs/packed-format.md): j = the number of
+// positive boundaries <= |u| (a branchless binary search over the padded table's
+// upper half, Bits - 1 steps), then level 2^(Bits-1) + j where u >= 0 (-0 too) and
+// 2^(Bits-1) - 1 - j below: the mirror image of a codebook symmetric about 0.
+// a[k] = |u[k]|.
 template <int Bits>
-inline void bucketize8(uint8_t* level, const float* u, const float* boundaries) {
+inline void quantize8(uint8_t* level, float* a, const float* u, const float* boundary_table) {
+    constexpr unsigned half = 1u << (Bits - 1);
+    const float* positive = boundary_table + half;
     for (int k = 0; k < 8; ++k) {
-        unsigned idx = 0;
-        for (unsigned step = 1u << (Bits - 1); step; step >>= 1)
-            idx += static_cast<unsigned>(u[k] >= boundaries[idx + step - 1]) * step;
-        level[k] = static_cast<uint8_t>(idx);
+        a[k] = std::fabs(u[k]);
+        unsigned j = 0;
+        for (unsigned step = half / 2; step; step >>= 1)
+            j += static_cast<unsigned>(a[k] >= positive[j + step - 1]) * step;
+        level[k] = static_cast<uint8_t>(u[k] >= 0 ? half + j : half - 1 - j);
     }
 }
 
-// c[k] = centroids[level[k]] for one block.
-inline void lookup8(float* c, const uint8_t* level, const float* centroids) {
-    for (int k = 0; k < 8; ++k) c[k] = centroids[level[k]];
+// m[k] = |centroids[level[k]]| for one block: the magnitude the level stands for.
+inline void magnitude8(float* m, const uint8_t* level, const float* centroids) {
+    for (int k = 0; k < 8; ++k) m[k] = std::fabs(centroids[level[k]]);
 }
 
 }  // namespace tq::scalar
