@@ -32,6 +32,30 @@ TEST_CASE("packing: every level at every position round-trips, in the documented
     }
 }
 
+namespace {
+
+// The documented definition (docs/packed-format.md, "Levels"), written from the text
+// alone: the sum of squares in the canonical float order (this file is compiled with
+// -ffp-contract=off, as the kernels are, so each product rounds before it adds) ...
+float canonical_squares(const std::vector<float>& x) {
+    float chain[4][8] = {};
+    for (std::size_t i = 0; i < x.size(); ++i) chain[(i / 8) % 4][i % 8] += x[i] * x[i];
+    float lane[8];
+    for (int k = 0; k < 8; ++k) lane[k] = (chain[0][k] + chain[1][k]) + (chain[2][k] + chain[3][k]);
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// ... and the level from |u| and the sign: 2^(b-1) + j or 2^(b-1) - 1 - j, j the number
+// of positive boundaries <= |u|.
+std::uint8_t documented_level(const tq_bit_kernels& v, int i, float u) {
+    const int half = 1 << (tq::test::coord_bits(v, i) - 1);
+    int j = 0;
+    for (int b = half; b < 2 * half - 1; ++b) j += tq::test::coord_boundaries(v, i)[b] <= std::abs(u);
+    return static_cast<std::uint8_t>(u >= 0 ? half + j : half - 1 - j);
+}
+
+}  // namespace
+
 TEST_CASE("packing: encode writes pack(level of each normalized rotated coordinate)") {
     tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
         const int d = v.head_dim;
@@ -41,11 +65,11 @@ TEST_CASE("packing: encode writes pack(level of each normalized rotated coordina
             const auto x = tq::test::gaussian(d, 1000 + t);
             float scale = 0;
             REQUIRE(v.encode(signs.data(), x.data(), TQ_SCALE_NORM, code.data(), &scale) == TQ_OK);
-            // the same float arithmetic as the kernel: x / |x| in double, then rotate
-            const double inv = 1 / std::sqrt(tq::test::dot(x, x));
-            for (int i = 0; i < d; ++i) u[i] = static_cast<float>(x[i] * inv);
-            k.rotate(signs.data(), u.data(), u.data());
-            for (int i = 0; i < d; ++i) levels[i] = tq::test::reference_level(v, i, u[i]);
+            const float norm = std::sqrt(canonical_squares(x));
+            CHECK(scale == norm);
+            k.rotate(signs.data(), x.data(), u.data());  // rotate, then normalize
+            const float w = 1 / norm;
+            for (int i = 0; i < d; ++i) levels[i] = documented_level(v, i, u[i] * w);
             CHECK(code == tq::test::reference_pack(v, levels));
         }
     });

@@ -49,8 +49,8 @@ int encode_rescaled(tq_encode_fn encode, const float* signs, const float* x, int
     float scaled[D];
     for (int i = 0; i < D; ++i) scaled[i] = std::ldexp(x[i], -e);  // exact but below FLT_MIN
     float s = 0;
-    const int rc = encode(signs, scaled, scale_kind, code, &s);
-    *scale = std::ldexp(s, e);
+    const int rc = encode(signs, scaled, scale_kind, code, &s);  // TQ_OK: x' is inside the range
+    if (rc == TQ_OK) *scale = std::ldexp(s, e);
     return rc;
 }
 
