@@ -60,7 +60,7 @@ macro(_tq_require_generator_python)
 endmacro()
 
 # The ISA table (generator/isas.py) into this scope: TQ_KNOWN_ISAS, TQ_ISA_FLAGS_<isa>,
-# TQ_ISA_INTRINSICS_<isa>
+# TQ_ISA_INTRINSICS_<isa>, TQ_EMULABLE_ISAS
 # and TQ_PROCESSOR_ISAS, the ISAs a build for CMAKE_SYSTEM_PROCESSOR generates by default.
 macro(tq_load_isa_table)
   _tq_require_generator_python()
@@ -73,6 +73,14 @@ macro(tq_load_isa_table)
     message(FATAL_ERROR "TurboQuant: the generator could not write its ISA table:\n${_tq_err}")
   endif()
   include(${_tq_isa_file})
+  # ISAs run on software intrinsics (TQ_EMULATED_ISAS, generator/isas.py Emulation):
+  # their kernels and baselines take the emulation's flags.
+  foreach(_tq_isa IN LISTS TQ_EMULATED_ISAS)
+    if(NOT _tq_isa IN_LIST TQ_EMULABLE_ISAS)
+      message(FATAL_ERROR "TQ_EMULATED_ISAS: '${_tq_isa}' has no emulation (those that have: ${TQ_EMULABLE_ISAS})")
+    endif()
+    set(TQ_ISA_FLAGS_${_tq_isa} ${TQ_ISA_EMULATION_FLAGS_${_tq_isa}})
+  endforeach()
 endmacro()
 
 function(tq_generate_kernels)

@@ -14,6 +14,10 @@
 // tq::isa_cpu::<name>(): whether this CPU (and OS) runs the ISA's instructions.
 namespace tq::isa_cpu {
 inline bool avx512() {
+#if TQ_EMULATED_AVX512  // software intrinsics (generator/isas.py Emulation)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
@@ -43,8 +47,13 @@ inline bool scalar() {
 
 // X(name, "target"): the ISAs of the architecture compiled for whose code a
 // function in a file built without their flags gets with [[gnu::target(target)]].
+#if TQ_EMULATED_AVX512
+#define TQ_TARGET_AVX512 "avx2"
+#else
+#define TQ_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2"
+#endif
 #if defined(__x86_64__) || defined(__i386__)
-#define TQ_FOR_EACH_TARGET_ISA(X) X(avx512, "avx512f,avx512bw,avx512vl,avx512dq,avx2") X(avx2, "avx2")
+#define TQ_FOR_EACH_TARGET_ISA(X) X(avx512, TQ_TARGET_AVX512) X(avx2, "avx2")
 #else
 #define TQ_FOR_EACH_TARGET_ISA(X)
 #endif

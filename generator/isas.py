@@ -24,6 +24,18 @@ ANY = Arch("any", ".*", "1")
 
 
 @dataclass(frozen=True)
+class Emulation:
+    """Software intrinsics (SIMDe, runtime/isa/<name>_emulated.hpp) that run an ISA's
+    kernels on CPUs without it, so that its code is tested there: a build that lists
+    the ISA in TQ_EMULATED_ISAS (the avx512-emulated preset) compiles its kernels with
+    these flags and TQ_EMULATED_<NAME>=1, and the registry runs them where cpu_check
+    holds.  Slow: for tests, never a default."""
+    flags: tuple[str, ...]
+    cpu_check: str
+    target: str  # gnu::target() of its softmax copy
+
+
+@dataclass(frozen=True)
 class Isa:
     name: str            # the namespace tq::<name>, the folder generated/<name>/, TQ_ISA=<name>
     lanes: int           # floats per vector V of runtime/isa/<name>.hpp (scalar: per 8-lane block)
@@ -48,6 +60,7 @@ class Isa:
     # The system header of its intrinsics ("" none), precompiled once per build for its
     # kernels: <immintrin.h> alone is half of a small kernel's compile time.
     intrinsics: str = ""
+    emulation: Emulation | None = None
 
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
@@ -57,7 +70,9 @@ ISAS = (
     Isa("avx512", 16, 16, ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"), X86_64,
         _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
-        target="avx512f,avx512bw,avx512vl,avx512dq,avx2", intrinsics="immintrin.h"),
+        target="avx512f,avx512bw,avx512vl,avx512dq,avx2", byte_lanes=64, byte_dot_extension="vnni",
+        intrinsics="immintrin.h",
+        emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2")),
     Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, intrinsics="immintrin.h"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
@@ -98,8 +113,11 @@ def cmake_table(processor: str) -> str:
     header, and the default ISAs of a build for `processor`."""
     lines = ["# Written by generator/generate.py --isa-table from generator/isas.py; do not edit.",
              f'set(TQ_KNOWN_ISAS "{";".join(NAMES)}")',
-             f'set(TQ_PROCESSOR_ISAS "{";".join(for_processor(processor))}")  # {processor}']
+             f'set(TQ_PROCESSOR_ISAS "{";".join(for_processor(processor))}")  # {processor}',
+             f'set(TQ_EMULABLE_ISAS "{";".join(isa.name for isa in ISAS if isa.emulation)}")']
     for isa in ISAS:
         lines.append(f'set(TQ_ISA_FLAGS_{isa.name} "{";".join(isa.flags)}")')
         lines.append(f'set(TQ_ISA_INTRINSICS_{isa.name} "{isa.intrinsics}")')
+        if isa.emulation:
+            lines.append(f'set(TQ_ISA_EMULATION_FLAGS_{isa.name} "{";".join(isa.emulation.flags)}")')
     return "\n".join(lines) + "\n"

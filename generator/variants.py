@@ -225,14 +225,14 @@ def outputs(cfg: Config) -> list[Output]:
     for path, ks in files:
         k = ks[0]
         isa = isa_table.BY_NAME[k.isa]
+        isas = "scalar" if k.isa == "scalar" else f"scalar,{k.isa}"  # the generator needs scalar
         if k.kind == "product":
             rows = product_rows(k.isa)
             ops = (f"per {rows} rows x {2 * isa.lanes} columns and step of k: {2 * rows} vector multiply-adds, "
                    f"2 loads of b, {rows} broadcasts of a" if isa.family == "simd"
                    else "per element of c and step of k: 1 multiply, 1 add")
             ctx = dict(isa=k.isa, arch=isa.arch, lanes=isa.lanes, rows=rows, name=k.symbol, ops=ops)
-            # The product depends on the ISA alone; the generator still needs a head dim and scalar.
-            isas = "scalar" if k.isa == "scalar" else f"scalar,{k.isa}"
+            # The product depends on the ISA alone; the generator still needs a head dim.
             outs.append(Output("product", path, f"{isa.family}/product.cpp.j2", ctx,
                                f"--head-dims {cfg.head_dims[0]} --isas {isas}"))
             continue
@@ -240,7 +240,7 @@ def outputs(cfg: Config) -> list[Output]:
         template = f"{isa.family}/{'rotate' if k.rate is None else k.kind}.cpp.j2"
         if k.rate is None:
             ctx.update(name=ctx["rotate_name"], inverse_name=ctx["unrotate_name"], ops=rotation_ops(k.head_dim))
-            outs.append(Output("rotate", path, template, ctx, f"--head-dims {k.head_dim} --isas {k.isa}"))
+            outs.append(Output("rotate", path, template, ctx, f"--head-dims {k.head_dim} --isas {isas}"))
             continue
         d, rate, lanes = k.head_dim, k.rate, isa.lanes
         ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
@@ -252,7 +252,7 @@ def outputs(cfg: Config) -> list[Output]:
                    unpack_name=kernel_name("unpack", d, rate, k.isa))
         knob = (f" --score-accumulators {cfg.score_accumulators}"
                 if k.kind == "score" and cfg.score_accumulators != 2 else "")
-        outs.append(Output(k.kind, path, template, ctx, f"--head-dims {d} --bits {rate} --isas {k.isa}{knob}"))
+        outs.append(Output(k.kind, path, template, ctx, f"--head-dims {d} --bits {rate} --isas {isas}{knob}"))
     return outs
 
 

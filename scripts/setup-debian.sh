@@ -3,13 +3,14 @@
 # what is already there: cmake, ninja, g++, Boost.Math, doctest, Google Benchmark,
 # Python 3 with Jinja2 and pip, pkg-config (the tests build a C consumer with it),
 # clang with its runtime libraries (libclang-rt-dev: libFuzzer and clang's
-# sanitizer runtimes, which the clang package alone lacks) for the fuzz preset, and
+# sanitizer runtimes, which the clang package alone lacks) for the fuzz preset,
 # the aarch64 cross toolchain with qemu's user-mode emulator for the aarch64 preset,
-# and patch (the llama.cpp preset patches llama.cpp's sources).
+# patch (the llama.cpp preset patches llama.cpp's sources), and SIMDe (the avx512-emulated
+# preset runs the AVX-512 kernels on its software intrinsics).
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libboost-math-dev doctest-dev libbenchmark-dev python3 pkgconf clang libclang-rt-dev
-          g++-aarch64-linux-gnu qemu-user patch)
+          g++-aarch64-linux-gnu qemu-user patch libsimde-dev)
 # pip for Debian's own python3 (scripts/setup-model.sh installs the test model with it)
 [ "$(command -v python3)" != /usr/bin/python3 ] || packages+=(python3-pip)
 missing=()

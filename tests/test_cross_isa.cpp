@@ -13,6 +13,9 @@
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include "isa/neon_bytes.hpp"
 #endif
+#if defined(__x86_64__)
+#include "isa/avx512_bytes.hpp"  // has_vnni() alone: nothing here runs AVX-512 code
+#endif
 
 TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'") {
     const auto isas = tq::available_isas();
@@ -135,5 +138,24 @@ TEST_CASE("cross-ISA: NEON's integer score runs sdot exactly where the CPU has i
     MESSAGE("sdot: CPU " << cpu_has << ", kernels " << tq::neon::has_sdot());
     CHECK(cpu_has == expected);
     CHECK(tq::neon::has_sdot() == (TQ_NEON_SDOT_CODE && expected));
+}
+#endif
+
+#if defined(__x86_64__)
+TEST_CASE("cross-ISA: AVX-512's integer score runs VNNI exactly where the CPU has it") {
+    // The avx512-emulated test presets choose with TQ_EMULATED_VNNI and say which in
+    // TQ_EXPECT_VNNI; elsewhere the CPU's feature bit is the expectation.
+    const char* want = std::getenv("TQ_EXPECT_VNNI");
+#if TQ_EMULATED_AVX512
+    const char* chosen = std::getenv("TQ_EMULATED_VNNI");
+    const bool cpu_has = !(chosen && std::string(chosen) == "0");
+#else
+    __builtin_cpu_init();
+    const bool cpu_has = __builtin_cpu_supports("avx512vnni");
+#endif
+    const bool expected = want ? std::string(want) == "1" : cpu_has;
+    MESSAGE("vnni: CPU " << cpu_has << ", kernels " << tq::avx512::has_vnni());
+    CHECK(cpu_has == expected);
+    CHECK(tq::avx512::has_vnni() == (TQ_AVX512_VNNI_CODE && expected));
 }
 #endif

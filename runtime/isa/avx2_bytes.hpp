@@ -6,25 +6,12 @@
 #include "isa/int8.hpp"
 
 #include <cstdint>
-#include <cstring>
 
 namespace tq::avx2 {
 
 constexpr int kByteLanes = 32;
 using B = __m256i;  // 32 bytes: levels, int8 centroids or the int8 query
 using J = __m256i;  // 8 int32 partial sums
-
-// The 8 bytes at p + O (a window, generator/int_layout.py), zero for O < 0.
-template <int O>
-inline long long window(const uint8_t* p) {
-    if constexpr (O < 0) {
-        return 0;
-    } else {
-        std::uint64_t w;
-        std::memcpy(&w, p + O, 8);
-        return static_cast<long long>(w);
-    }
-}
 
 // Four windows, bytes 8w..8w+7 from p + Ow: one load where they are consecutive.
 template <int O0, int O1, int O2, int O3>
@@ -36,7 +23,7 @@ inline B load_windows(const uint8_t* p) {
         const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + O2));
         return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
     } else {
-        return _mm256_setr_epi64x(window<O0>(p), window<O1>(p), window<O2>(p), window<O3>(p));
+        return _mm256_setr_epi64x(int8::window<O0>(p), int8::window<O1>(p), int8::window<O2>(p), int8::window<O3>(p));
     }
 }
 

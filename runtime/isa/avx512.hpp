@@ -10,7 +10,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#if TQ_EMULATED_AVX512
+#include "isa/avx512_emulated.hpp"  // SIMDe, for testing on CPUs without AVX-512
+#else
 #include <immintrin.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -32,23 +36,23 @@ inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
 inline V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline float hsum(V x) { return _mm512_reduce_add_ps(x); }
 
-// Lane j = hsum(s[j]) for 16 registers at once: a transposing reduction, about
-// 2 shuffles per register instead of 4.
-inline V hsum_lanes(const V* s) {
+// Lane j = the sum of s[j]'s lanes for 16 registers at once, with add() on their
+// bit patterns (hsum_lanes' floats, avx512_bytes.hpp's int32): a transposing
+// reduction, about 2 shuffles per register instead of 4.
+template <class Add>
+inline V transpose_sums(const V* s, Add add) {
     V r[8], w[4], z[2];
     for (int i = 0; i < 8; ++i)  // 256-bit halves: [s_2i half sums | s_2i+1 half sums]
-        r[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x44),
-                             _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xEE));
+        r[i] = add(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x44), _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xEE));
     for (int i = 0; i < 4; ++i)  // 128-bit lane q of w_i: quarter sums of s_4i+q
-        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(r[2 * i], r[2 * i + 1], 0x88),
-                             _mm512_shuffle_f32x4(r[2 * i], r[2 * i + 1], 0xDD));
+        w[i] = add(_mm512_shuffle_f32x4(r[2 * i], r[2 * i + 1], 0x88), _mm512_shuffle_f32x4(r[2 * i], r[2 * i + 1], 0xDD));
     for (int i = 0; i < 2; ++i)
-        z[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x44),
-                             _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xEE));
-    const V sums = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
+        z[i] = add(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x44), _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xEE));
+    const V sums = add(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
     // lane 4q + m holds s_4m+q
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), sums);
 }
+inline V hsum_lanes(const V* s) { return transpose_sums(s, [](V a, V b) { return _mm512_add_ps(a, b); }); }
 
 // The first Stages FWHT stages (butterflies 1, 2, 4, 8 apart) inside one register,
 // in the same order and with the same roundings as the scalar kernels: lane i

@@ -36,6 +36,19 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
     return t;
 }
 
+// The 8 bytes at p + O (a window of 8 coordinates' fields, generator/int_layout.py)
+// as an integer, zero for O < 0: the x86 kernels' loads of scattered windows.
+template <int O>
+inline long long window(const std::uint8_t* p) {
+    if constexpr (O < 0) {
+        return 0;
+    } else {
+        std::uint64_t w;
+        std::memcpy(&w, p + O, 8);
+        return static_cast<long long>(w);
+    }
+}
+
 // The query's rounding.  Always inlined: each ISA's kernels compile it with their
 // own flags, and an out-of-line copy (as at -O0) would be one symbol for all of them,
 // the linker's pick running, say, AVX2 code inside a scalar kernel.

@@ -1,0 +1,167 @@
+// Byte lanes of the generated AVX-512 integer score kernels (templates/simd/score_int.cpp.j2):
+// 64 bytes per register, 8 windows of generator/int_layout.py.  AVX-512BW looks the
+// int8 centroids up (vpshufb per 128-bit lane) and sums products exactly in int32,
+// either with VNNI's vpdpbusd (dot_bytes_vnni, where has_vnni()) or with
+// vpmaddubsw and vpmaddwd (dot_bytes).  Both give the same integers, as AVX2's do.
+#pragma once
+
+#include "isa/avx512.hpp"
+#include "isa/int8.hpp"
+
+#include <cstdint>
+#if TQ_EMULATED_AVX512
+#include <cstdlib>
+#include <cstring>
+#endif
+
+namespace tq::avx512 {
+
+constexpr int kByteLanes = 64;
+using B = __m512i;  // 64 bytes: levels, int8 centroids or the int8 query
+using J = __m512i;  // 16 int32 partial sums
+
+// Where vpdpbusd is compiled: everywhere when the build targets VNNI, else with GCC
+// in the functions between TQ_AVX512_VNNI_BEGIN and _END, chosen at run time (as
+// neon_bytes.hpp's sdot); with other compilers the kernels keep dot_bytes.  Emulated
+// (avx512_emulated.hpp), SIMDe provides it.
+#if defined(__AVX512VNNI__) || TQ_EMULATED_AVX512
+#define TQ_AVX512_VNNI_CODE 1
+#define TQ_AVX512_VNNI_BEGIN
+#define TQ_AVX512_VNNI_END
+#elif defined(__GNUC__) && !defined(__clang__)
+#define TQ_AVX512_VNNI_CODE 1
+#define TQ_AVX512_VNNI_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512vnni\")")
+#define TQ_AVX512_VNNI_END _Pragma("GCC pop_options")
+#else
+#define TQ_AVX512_VNNI_CODE 0
+#define TQ_AVX512_VNNI_BEGIN
+#define TQ_AVX512_VNNI_END
+#endif
+
+// Whether the kernels run vpdpbusd here.  Emulated, the environment chooses
+// (TQ_EMULATED_VNNI=0: dot_bytes), so that tests cover both paths on one CPU.
+inline bool has_vnni() {
+#if TQ_EMULATED_AVX512
+    static const bool yes = [] {
+        const char* v = std::getenv("TQ_EMULATED_VNNI");
+        return !(v && std::strcmp(v, "0") == 0);
+    }();
+    return yes;
+#elif defined(__AVX512VNNI__)
+    return true;
+#elif TQ_AVX512_VNNI_CODE
+    static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
+    return yes;
+#else
+    return false;
+#endif
+}
+
+// Two windows, 16 bytes: one load where they are consecutive.
+template <int Oa, int Ob>
+inline __m128i window_pair(const uint8_t* p) {
+    if constexpr (Oa >= 0 && Ob == Oa + 8)
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + Oa));
+    else
+        return _mm_set_epi64x(int8::window<Ob>(p), int8::window<Oa>(p));
+}
+
+// Eight windows, bytes 8w..8w+7 from p + Ow: one load where they are consecutive.
+template <int O0, int O1, int O2, int O3, int O4, int O5, int O6, int O7>
+inline B load_windows(const uint8_t* p) {
+    if constexpr (O0 >= 0 && O1 == O0 + 8 && O2 == O0 + 16 && O3 == O0 + 24 && O4 == O0 + 32 && O5 == O0 + 40 &&
+                  O6 == O0 + 48 && O7 == O0 + 56) {
+        return _mm512_loadu_si512(p + O0);
+    } else {
+        B x = _mm512_castsi128_si512((window_pair<O0, O1>(p)));
+        x = _mm512_inserti32x4(x, (window_pair<O2, O3>(p)), 1);
+        x = _mm512_inserti32x4(x, (window_pair<O4, O5>(p)), 2);
+        return _mm512_inserti32x4(x, (window_pair<O6, O7>(p)), 3);
+    }
+}
+
+// Each byte of window w shifted right by Sw, then masked: the field at bit Sw.
+// The shift is of 64-bit lanes: the mask also clears what comes in from the next byte.
+template <int Mask, int S0, int S1, int S2, int S3, int S4, int S5, int S6, int S7>
+inline B field_bytes(B x) {
+    if constexpr (S0 == S1 && S0 == S2 && S0 == S3 && S0 == S4 && S0 == S5 && S0 == S6 && S0 == S7) {
+        if constexpr (S0 != 0) x = _mm512_srli_epi64(x, S0);
+    } else {
+        x = _mm512_srlv_epi64(x, _mm512_setr_epi64(S0, S1, S2, S3, S4, S5, S6, S7));
+    }
+    return _mm512_and_si512(x, _mm512_set1_epi8(static_cast<char>(Mask)));
+}
+
+// Fields below 2^(8 - S) moved up within their bytes.
+template <int S>
+inline B shl_bytes(B x) { return _mm512_slli_epi16(x, S); }
+inline B or_bytes(B a, B b) { return _mm512_or_si512(a, b); }
+
+inline B load_bytes(const std::int8_t* p) { return _mm512_loadu_si512(p); }
+// An int8 table of 16 entries in each 128-bit lane (vpshufb looks up within a lane).
+struct Table16 {
+    B t;
+};
+// One of 32 entries: entries 0-15 and 16-31, each in every lane.
+struct Table32 {
+    B low, high;
+};
+inline B every_lane(const std::int8_t* t) {
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+inline Table16 byte_table(const int8::Table<16>& t) { return {every_lane(t.v)}; }
+inline Table32 byte_table(const int8::Table<32>& t) { return {every_lane(t.v), every_lane(t.v + 16)}; }
+// Byte k = table[levels_k] (levels < 16).
+inline B lookup_bytes(Table16 table, B levels) { return _mm512_shuffle_epi8(table.t, levels); }
+// Byte k = table[levels_k] (levels < 32): vpshufb reads bits 0-3 (bit 7 is clear), and
+// bit 4 picks the half.
+inline B lookup_bytes(const Table32& table, B levels) {
+    return _mm512_mask_blend_epi8(_mm512_test_epi8_mask(levels, _mm512_set1_epi8(16)),
+                                  _mm512_shuffle_epi8(table.low, levels), _mm512_shuffle_epi8(table.high, levels));
+}
+
+// A register of int8 centroids made ready for dot_bytes with any number of queries:
+// vpmaddubsw and vpdpbusd multiply unsigned by signed bytes, so |c| meets q negated
+// where c < 0 (AVX-512 has no vpsignb; where c = 0, |c| = 0 makes q's sign moot).
+struct Centroids {
+    B magnitude;
+    __mmask64 negative;
+};
+inline Centroids prepare(B c) { return {_mm512_abs_epi8(c), _mm512_movepi8_mask(c)}; }
+inline B signed_query(const Centroids& c, B q) { return _mm512_mask_sub_epi8(q, c.negative, _mm512_setzero_si512(), q); }
+
+// acc + the products c_k q_k, 4 bytes per int32 lane.  A pair's sum is at most
+// 2 · 127 · 127 < 2^15, so vpmaddubsw never saturates.
+inline J dot_bytes(J acc, const Centroids& c, B q) {
+    const B pairs = _mm512_maddubs_epi16(c.magnitude, signed_query(c, q));
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
+}
+
+TQ_AVX512_VNNI_BEGIN
+// acc + the same products with vpdpbusd: 4 bytes per int32 lane, no intermediate rounding.
+inline J dot_bytes_vnni(J acc, const Centroids& c, B q) {
+#if TQ_AVX512_VNNI_CODE
+    return _mm512_dpbusd_epi32(acc, c.magnitude, signed_query(c, q));
+#else
+    return dot_bytes(acc, c, q);  // never called: has_vnni() is false
+#endif
+}
+TQ_AVX512_VNNI_END
+
+inline J zero_sums() { return _mm512_setzero_si512(); }
+
+inline std::int32_t hsum_ints(J x) { return _mm512_reduce_add_epi32(x); }
+
+// Lane k = hsum_ints(s[k]) for 16 registers at once (exact: integers).
+inline J hsum_int_lanes(const J* s) {
+    V f[16];
+    for (int k = 0; k < 16; ++k) f[k] = _mm512_castsi512_ps(s[k]);
+    const V sums = transpose_sums(f, [](V a, V b) {
+        return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+    });
+    return _mm512_castps_si512(sums);
+}
+
+inline V to_float(J x) { return _mm512_cvtepi32_ps(x); }
+
+}  // namespace tq::avx512
