@@ -60,7 +60,7 @@ macro(_tq_require_generator_python)
 endmacro()
 
 # The ISA table (generator/isas.py) into this scope: TQ_KNOWN_ISAS, TQ_ISA_FLAGS_<isa>,
-# TQ_ISA_INTRINSICS_<isa>, TQ_EMULABLE_ISAS
+# TQ_ISA_INTRINSICS_<isa>, TQ_EMULABLE_ISAS (and TQ_ISA_EMULATION_*)
 # and TQ_PROCESSOR_ISAS, the ISAs a build for CMAKE_SYSTEM_PROCESSOR generates by default.
 macro(tq_load_isa_table)
   _tq_require_generator_python()
@@ -78,6 +78,14 @@ macro(tq_load_isa_table)
   foreach(_tq_isa IN LISTS TQ_EMULATED_ISAS)
     if(NOT _tq_isa IN_LIST TQ_EMULABLE_ISAS)
       message(FATAL_ERROR "TQ_EMULATED_ISAS: '${_tq_isa}' has no emulation (those that have: ${TQ_EMULABLE_ISAS})")
+    endif()
+    if(NOT _tq_isa IN_LIST TQ_PROCESSOR_ISAS)
+      message(FATAL_ERROR "TQ_EMULATED_ISAS: '${_tq_isa}' is emulated on its own architecture only, not ${CMAKE_SYSTEM_PROCESSOR}")
+    endif()
+    find_path(TQ_EMULATION_INCLUDE_${_tq_isa} ${TQ_ISA_EMULATION_HEADER_${_tq_isa}})
+    if(NOT TQ_EMULATION_INCLUDE_${_tq_isa})
+      message(FATAL_ERROR "TQ_EMULATED_ISAS: ${_tq_isa}'s emulation needs <${TQ_ISA_EMULATION_HEADER_${_tq_isa}}> "
+                          "(SIMDe: apt-get install libsimde-dev, or scripts/setup-debian.sh)")
     endif()
     set(TQ_ISA_FLAGS_${_tq_isa} ${TQ_ISA_EMULATION_FLAGS_${_tq_isa}})
   endforeach()
@@ -182,6 +190,10 @@ function(tq_generate_kernels)
     target_compile_features(${lib} PRIVATE cxx_std_20)
     # Byte-identical caches across ISAs: no multiply-add fusing (docs/kernels.md).
     target_compile_options(${lib} PRIVATE ${TQ_ISA_FLAGS_${isa}} -ffp-contract=off)
+    foreach(emulated IN LISTS TQ_EMULATED_ISAS)  # as the project's CMakeLists.txt sets for all of it
+      string(TOUPPER ${emulated} EMULATED)
+      target_compile_definitions(${lib} PRIVATE TQ_EMULATED_${EMULATED}=1)
+    endforeach()
     # Position independent, so that the objects serve static and shared libraries alike.
     set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     if(TQ_ISA_INTRINSICS_${isa})  # the system header alone: GCC 12 warns in intrinsics

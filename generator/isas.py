@@ -33,6 +33,7 @@ class Emulation:
     flags: tuple[str, ...]
     cpu_check: str
     target: str  # gnu::target() of its softmax copy
+    header: str  # the software intrinsics' header, which CMake checks for
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ ISAS = (
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
         target="avx512f,avx512bw,avx512vl,avx512dq,avx2", byte_lanes=64, byte_dot_extension="vnni",
         intrinsics="immintrin.h",
-        emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2")),
+        emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2", "simde/x86/avx512.h")),
     Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, intrinsics="immintrin.h"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
@@ -120,4 +121,5 @@ def cmake_table(processor: str) -> str:
         lines.append(f'set(TQ_ISA_INTRINSICS_{isa.name} "{isa.intrinsics}")')
         if isa.emulation:
             lines.append(f'set(TQ_ISA_EMULATION_FLAGS_{isa.name} "{";".join(isa.emulation.flags)}")')
+            lines.append(f'set(TQ_ISA_EMULATION_HEADER_{isa.name} "{isa.emulation.header}")')
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@
 #include "isa/neon_bytes.hpp"
 #endif
 #if defined(__x86_64__)
-#include "isa/avx512_bytes.hpp"  // has_vnni() alone: nothing here runs AVX-512 code
+#include "isa/avx512_vnni.hpp"
 #endif
 
 TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'") {

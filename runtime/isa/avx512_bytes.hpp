@@ -6,56 +6,16 @@
 #pragma once
 
 #include "isa/avx512.hpp"
+#include "isa/avx512_vnni.hpp"
 #include "isa/int8.hpp"
 
 #include <cstdint>
-#if TQ_EMULATED_AVX512
-#include <cstdlib>
-#include <cstring>
-#endif
 
 namespace tq::avx512 {
 
 constexpr int kByteLanes = 64;
 using B = __m512i;  // 64 bytes: levels, int8 centroids or the int8 query
 using J = __m512i;  // 16 int32 partial sums
-
-// Where vpdpbusd is compiled: everywhere when the build targets VNNI, else with GCC
-// in the functions between TQ_AVX512_VNNI_BEGIN and _END, chosen at run time (as
-// neon_bytes.hpp's sdot); with other compilers the kernels keep dot_bytes.  Emulated
-// (avx512_emulated.hpp), SIMDe provides it.
-#if defined(__AVX512VNNI__) || TQ_EMULATED_AVX512
-#define TQ_AVX512_VNNI_CODE 1
-#define TQ_AVX512_VNNI_BEGIN
-#define TQ_AVX512_VNNI_END
-#elif defined(__GNUC__) && !defined(__clang__)
-#define TQ_AVX512_VNNI_CODE 1
-#define TQ_AVX512_VNNI_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512vnni\")")
-#define TQ_AVX512_VNNI_END _Pragma("GCC pop_options")
-#else
-#define TQ_AVX512_VNNI_CODE 0
-#define TQ_AVX512_VNNI_BEGIN
-#define TQ_AVX512_VNNI_END
-#endif
-
-// Whether the kernels run vpdpbusd here.  Emulated, the environment chooses
-// (TQ_EMULATED_VNNI=0: dot_bytes), so that tests cover both paths on one CPU.
-inline bool has_vnni() {
-#if TQ_EMULATED_AVX512
-    static const bool yes = [] {
-        const char* v = std::getenv("TQ_EMULATED_VNNI");
-        return !(v && std::strcmp(v, "0") == 0);
-    }();
-    return yes;
-#elif defined(__AVX512VNNI__)
-    return true;
-#elif TQ_AVX512_VNNI_CODE
-    static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
-    return yes;
-#else
-    return false;
-#endif
-}
 
 // Two windows, 16 bytes: one load where they are consecutive.
 template <int Oa, int Ob>

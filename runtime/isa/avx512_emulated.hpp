@@ -74,13 +74,22 @@ inline simde__m512 cvtepi32_ps(simde__m512i x) {  // round to nearest even, as M
 
 }  // namespace tq::avx512_emulated
 
+// The aliases, each after an #undef: GCC defines some of these names as macros at -O0.
+#undef _mm512_reduce_add_ps
 #define _mm512_reduce_add_ps(x) tq::avx512_emulated::reduce_add_ps(x)
+#undef _mm512_permute_ps
 #define _mm512_permute_ps(x, imm) tq::avx512_emulated::permute_ps(x, imm)
+#undef _mm512_cvtepi32_epi8
 #define _mm512_cvtepi32_epi8(x) tq::avx512_emulated::cvtepi32_epi8(x)
+#undef _mm512_cvtepu8_epi32
 #define _mm512_cvtepu8_epi32(x) tq::avx512_emulated::cvtepu8_epi32(x)
+#undef _mm512_i32gather_ps
 #define _mm512_i32gather_ps(index, base, scale) tq::avx512_emulated::i32gather_ps(index, base, scale)
+#undef _mm512_reduce_add_epi32
 #define _mm512_reduce_add_epi32(x) tq::avx512_emulated::reduce_add_epi32(x)
+#undef _mm512_cvtepi32_ps
 #define _mm512_cvtepi32_ps(x) tq::avx512_emulated::cvtepi32_ps(x)
+#undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm) simde_mm512_shuffle_f32x4(a, b, imm)
 #undef _mm512_madd_epi16  // 0.7.4 aliases it with the masked form's four arguments
 #define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)

@@ -38,8 +38,9 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
 
 // The 8 bytes at p + O (a window of 8 coordinates' fields, generator/int_layout.py)
 // as an integer, zero for O < 0: the x86 kernels' loads of scattered windows.
+// Always inlined, as quantize_query below: AVX2's and AVX-512's kernels share it.
 template <int O>
-inline long long window(const std::uint8_t* p) {
+[[gnu::always_inline]] inline long long window(const std::uint8_t* p) {
     if constexpr (O < 0) {
         return 0;
     } else {

@@ -1,0 +1,50 @@
+// Whether the AVX-512 integer score kernels run VNNI's vpdpbusd (avx512_bytes.hpp),
+// apart from the rest of AVX-512's vocabulary so that code compiled without AVX-512
+// flags (tests/test_cross_isa.cpp) can ask.
+#pragma once
+
+#if TQ_EMULATED_AVX512
+#include <cstdlib>
+#include <cstring>
+#endif
+
+namespace tq::avx512 {
+
+// Where vpdpbusd is compiled: everywhere when the build targets VNNI, else with GCC
+// in the functions between TQ_AVX512_VNNI_BEGIN and _END, chosen at run time (as
+// neon_bytes.hpp's sdot); with other compilers the kernels keep dot_bytes.  Emulated
+// (avx512_emulated.hpp), SIMDe provides it.
+#if defined(__AVX512VNNI__) || TQ_EMULATED_AVX512
+#define TQ_AVX512_VNNI_CODE 1
+#define TQ_AVX512_VNNI_BEGIN
+#define TQ_AVX512_VNNI_END
+#elif defined(__GNUC__) && !defined(__clang__)
+#define TQ_AVX512_VNNI_CODE 1
+#define TQ_AVX512_VNNI_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx512vnni\")")
+#define TQ_AVX512_VNNI_END _Pragma("GCC pop_options")
+#else
+#define TQ_AVX512_VNNI_CODE 0
+#define TQ_AVX512_VNNI_BEGIN
+#define TQ_AVX512_VNNI_END
+#endif
+
+// Whether the kernels run vpdpbusd here.  Emulated, the environment chooses
+// (TQ_EMULATED_VNNI=0: dot_bytes), so that tests cover both paths on one CPU.
+inline bool has_vnni() {
+#if TQ_EMULATED_AVX512
+    static const bool yes = [] {
+        const char* v = std::getenv("TQ_EMULATED_VNNI");
+        return !(v && std::strcmp(v, "0") == 0);
+    }();
+    return yes;
+#elif defined(__AVX512VNNI__)
+    return true;
+#elif TQ_AVX512_VNNI_CODE
+    static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
+    return yes;
+#else
+    return false;
+#endif
+}
+
+}  // namespace tq::avx512
