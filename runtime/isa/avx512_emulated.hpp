@@ -2,9 +2,9 @@
 // without it (TQ_EMULATED_ISAS=avx512, the avx512-emulated preset; generator/isas.py
 // Emulation).  SIMDe implements them on AVX2, under the intrinsics' own names
 // (SIMDE_ENABLE_NATIVE_ALIASES); the few that Debian 12's SIMDe (0.7.4) lacks are
-// defined below, lane by lane, as Intel's intrinsics guide defines them (and one
-// alias it misspells is corrected).  Testing
-// only: emulated kernels are several times slower than AVX2's.
+// defined below, lane by lane, as Intel's intrinsics guide defines them, and one
+// alias it misspells is corrected.  Testing only: emulated kernels are several times
+// slower than AVX2's.
 #pragma once
 
 #include <immintrin.h>  // first: the aliases below must not rename its declarations
