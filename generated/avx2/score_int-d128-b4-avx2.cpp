@@ -16,7 +16,8 @@ static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/avx2*.
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/avx2_bytes.hpp).
 template <int Q>
 static void tq_score_int_d128_b4__avx2_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d128_b4;  // coordinates 0..127
@@ -36,23 +37,25 @@ static void tq_score_int_d128_b4__avx2_queries(const float* q, const uint8_t* co
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
         qscale[j] = int8::quantize_query<128>(q + j * 128, kLaneCoord, 128, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 128);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 32));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 96));
         }
     };

@@ -16,7 +16,8 @@ static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/avx2*.
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/avx2_bytes.hpp).
 template <int Q>
 static void tq_score_int_d160_b3__avx2_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d160_b3;  // coordinates 0..159
@@ -29,9 +30,11 @@ static void tq_score_int_d160_b3__avx2_queries(const float* q, const uint8_t* co
         qscale[j] = int8::quantize_query<160>(q + j * 160, nullptr, 160, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 160; i < 160; ++i) qi[j][i] = 0;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 160);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 1920);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[160] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[40] & 1) << 2)];
@@ -195,7 +198,7 @@ static void tq_score_int_d160_b3__avx2_queries(const float* q, const uint8_t* co
         cv[158] = kTable0.v[(p[38] >> 6) | ((p[58] >> 7) << 2)];
         cv[159] = kTable0.v[(p[39] >> 6) | ((p[59] >> 7) << 2)];
         for (int r = 0; r < 160; r += kByteLanes) {
-            const Centroids c = prepare(load_bytes(cv + r));
+            const auto c = prepare(load_bytes(cv + r));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + r));
         }
     };

@@ -16,7 +16,8 @@ static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/avx2*.
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/avx2_bytes.hpp).
 template <int Q>
 static void tq_score_int_d96_b2__avx2_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d96_b2;  // coordinates 0..95
@@ -35,19 +36,21 @@ static void tq_score_int_d96_b2__avx2_queries(const float* q, const uint8_t* cod
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
         qscale[j] = int8::quantize_query<96>(q + j * 96, kLaneCoord, 96, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 96);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 2>(load_windows<0, 8, 16, 0>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 2>(load_windows<0, 8, 16, 0>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 4, 4>(load_windows<8, 16, 0, 8>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 4, 4>(load_windows<8, 16, 0, 8>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 32));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 6, 6, 6>(load_windows<16, 0, 8, 16>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 4, 6, 6, 6>(load_windows<16, 0, 8, 16>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
         }
     };

@@ -18,7 +18,8 @@ static_assert(kLanes == 16 && kByteLanes == 64, "generator/isas.py and isa/avx51
 TQ_AVX512_VNNI_BEGIN
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare_vnni, start_sums_vnni and dot_bytes_vnni: isa/avx512_bytes.hpp).
 template <int Q>
 static void tq_score_int_d80_b3__avx512_queries_vnni(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d80_b3;  // coordinates 0..79
@@ -31,9 +32,11 @@ static void tq_score_int_d80_b3__avx512_queries_vnni(const float* q, const uint8
         qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 80; i < 128; ++i) qi[j][i] = 0;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 128);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 960);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[128] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[20] & 1) << 2)];
@@ -117,7 +120,7 @@ static void tq_score_int_d80_b3__avx512_queries_vnni(const float* q, const uint8
         cv[78] = kTable0.v[(p[18] >> 6) | ((p[28] >> 7) << 2)];
         cv[79] = kTable0.v[(p[19] >> 6) | ((p[29] >> 7) << 2)];
         for (int r = 0; r < 128; r += kByteLanes) {
-            const Centroids c = prepare(load_bytes(cv + r));
+            const auto c = prepare_vnni(load_bytes(cv + r));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + r));
         }
     };
@@ -143,7 +146,8 @@ TQ_AVX512_VNNI_END
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/avx512_bytes.hpp).
 template <int Q>
 static void tq_score_int_d80_b3__avx512_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d80_b3;  // coordinates 0..79
@@ -156,9 +160,11 @@ static void tq_score_int_d80_b3__avx512_queries(const float* q, const uint8_t* c
         qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 80; i < 128; ++i) qi[j][i] = 0;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 128);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 960);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[128] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[20] & 1) << 2)];
@@ -242,7 +248,7 @@ static void tq_score_int_d80_b3__avx512_queries(const float* q, const uint8_t* c
         cv[78] = kTable0.v[(p[18] >> 6) | ((p[28] >> 7) << 2)];
         cv[79] = kTable0.v[(p[19] >> 6) | ((p[29] >> 7) << 2)];
         for (int r = 0; r < 128; r += kByteLanes) {
-            const Centroids c = prepare(load_bytes(cv + r));
+            const auto c = prepare(load_bytes(cv + r));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + r));
         }
     };

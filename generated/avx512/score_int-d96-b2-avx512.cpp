@@ -18,7 +18,8 @@ static_assert(kLanes == 16 && kByteLanes == 64, "generator/isas.py and isa/avx51
 TQ_AVX512_VNNI_BEGIN
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare_vnni, start_sums_vnni and dot_bytes_vnni: isa/avx512_bytes.hpp).
 template <int Q>
 static void tq_score_int_d96_b2__avx512_queries_vnni(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d96_b2;  // coordinates 0..95
@@ -36,15 +37,17 @@ static void tq_score_int_d96_b2__avx512_queries_vnni(const float* q, const uint8
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
         qscale[j] = int8::quantize_query<96>(q + j * 96, kLaneCoord, 128, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 128);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 2, 2, 2, 4, 4>(load_windows<0, 8, 16, 0, 8, 16, 0, 8>(p))));
+            const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 2, 2, 2, 4, 4>(load_windows<0, 8, 16, 0, 8, 16, 0, 8>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 0));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 6, 6, 6, 0, 0, 0, 0>(load_windows<16, 0, 8, 16, -1, -1, -1, -1>(p))));
+            const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 4, 6, 6, 6, 0, 0, 0, 0>(load_windows<16, 0, 8, 16, -1, -1, -1, -1>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 64));
         }
     };
@@ -70,7 +73,8 @@ TQ_AVX512_VNNI_END
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/avx512_bytes.hpp).
 template <int Q>
 static void tq_score_int_d96_b2__avx512_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d96_b2;  // coordinates 0..95
@@ -88,15 +92,17 @@ static void tq_score_int_d96_b2__avx512_queries(const float* q, const uint8_t* c
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
         qscale[j] = int8::quantize_query<96>(q + j * 96, kLaneCoord, 128, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 128);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 768);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 2, 2, 2, 4, 4>(load_windows<0, 8, 16, 0, 8, 16, 0, 8>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 2, 2, 2, 4, 4>(load_windows<0, 8, 16, 0, 8, 16, 0, 8>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 6, 6, 6, 0, 0, 0, 0>(load_windows<16, 0, 8, 16, -1, -1, -1, -1>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 4, 6, 6, 6, 0, 0, 0, 0>(load_windows<16, 0, 8, 16, -1, -1, -1, -1>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
         }
     };

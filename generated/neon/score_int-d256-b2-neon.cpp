@@ -18,7 +18,8 @@ static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/neon*.
 TQ_NEON_SDOT_BEGIN
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare_sdot, start_sums_sdot and dot_bytes_sdot: isa/neon_bytes.hpp).
 template <int Q>
 static void tq_score_int_d256_b2__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
@@ -42,39 +43,41 @@ static void tq_score_int_d256_b2__neon_queries_sdot(const float* q, const uint8_
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
         qscale[j] = int8::quantize_query<256>(q + j * 256, kLaneCoord, 256, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums_sdot(qi[j], 256);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 0));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 32));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 64));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 96));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 128));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 160));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 192));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 224));
         }
     };
@@ -100,7 +103,8 @@ TQ_NEON_SDOT_END
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/neon_bytes.hpp).
 template <int Q>
 static void tq_score_int_d256_b2__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d256_b2;  // coordinates 0..255
@@ -124,39 +128,41 @@ static void tq_score_int_d256_b2__neon_queries(const float* q, const uint8_t* co
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
         qscale[j] = int8::quantize_query<256>(q + j * 256, kLaneCoord, 256, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 256);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 32));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 2, 2>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 96));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 128));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 160));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<0, 8, 16, 24>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<0, 8, 16, 24>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 192));
         }
         {
-            const Centroids c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<32, 40, 48, 56>(p))));
+            const auto c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6>(load_windows<32, 40, 48, 56>(p))));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 224));
         }
     };

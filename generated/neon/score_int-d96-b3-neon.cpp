@@ -18,7 +18,8 @@ static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/neon*.
 TQ_NEON_SDOT_BEGIN
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare_sdot, start_sums_sdot and dot_bytes_sdot: isa/neon_bytes.hpp).
 template <int Q>
 static void tq_score_int_d96_b3__neon_queries_sdot(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d96_b3;  // coordinates 0..95
@@ -31,9 +32,11 @@ static void tq_score_int_d96_b3__neon_queries_sdot(const float* q, const uint8_t
         qscale[j] = int8::quantize_query<96>(q + j * 96, nullptr, 96, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 96; i < 96; ++i) qi[j][i] = 0;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums_sdot(qi[j], 96);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[96] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[24] & 1) << 2)];
@@ -133,7 +136,7 @@ static void tq_score_int_d96_b3__neon_queries_sdot(const float* q, const uint8_t
         cv[94] = kTable0.v[(p[22] >> 6) | ((p[34] >> 7) << 2)];
         cv[95] = kTable0.v[(p[23] >> 6) | ((p[35] >> 7) << 2)];
         for (int r = 0; r < 96; r += kByteLanes) {
-            const Centroids c = prepare(load_bytes(cv + r));
+            const auto c = prepare_sdot(load_bytes(cv + r));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + r));
         }
     };
@@ -159,7 +162,8 @@ TQ_NEON_SDOT_END
 
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
-// once, and every register of its int8 centroids meets all Q queries.
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare, start_sums and dot_bytes: isa/neon_bytes.hpp).
 template <int Q>
 static void tq_score_int_d96_b3__neon_queries(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
     namespace cb0 = tq::codebooks::d96_b3;  // coordinates 0..95
@@ -172,9 +176,11 @@ static void tq_score_int_d96_b3__neon_queries(const float* q, const uint8_t* cod
         qscale[j] = int8::quantize_query<96>(q + j * 96, nullptr, 96, qi[j]) * kStep;
     for (int j = 0; j < Q; ++j)
         for (int i = 96; i < 96; ++i) qi[j][i] = 0;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 96);
     auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
         prefetch(p, 1152);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = zero_sums();
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[96] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[24] & 1) << 2)];
@@ -274,7 +280,7 @@ static void tq_score_int_d96_b3__neon_queries(const float* q, const uint8_t* cod
         cv[94] = kTable0.v[(p[22] >> 6) | ((p[34] >> 7) << 2)];
         cv[95] = kTable0.v[(p[23] >> 6) | ((p[35] >> 7) << 2)];
         for (int r = 0; r < 96; r += kByteLanes) {
-            const Centroids c = prepare(load_bytes(cv + r));
+            const auto c = prepare(load_bytes(cv + r));
             for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + r));
         }
     };

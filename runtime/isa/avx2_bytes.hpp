@@ -82,7 +82,8 @@ inline J dot_bytes(J acc, const Centroids& c, B q) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-inline J zero_sums() { return _mm256_setzero_si256(); }
+// Each key's sums start at zero (q: the query's n bytes, which AVX-512's VNNI path reads).
+inline J start_sums(const std::int8_t*, int) { return _mm256_setzero_si256(); }
 
 inline std::int32_t hsum_ints(J x) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));

@@ -81,8 +81,8 @@ inline B lookup_bytes(const Table32& table, B levels) {
 }
 
 // A register of int8 centroids made ready for dot_bytes with any number of queries:
-// vpmaddubsw and vpdpbusd multiply unsigned by signed bytes, so |c| meets q negated
-// where c < 0 (AVX-512 has no vpsignb; where c = 0, |c| = 0 makes q's sign moot).
+// vpmaddubsw multiplies unsigned by signed bytes, so |c| meets q negated where c < 0
+// (AVX-512 has no vpsignb; where c = 0, |c| = 0 makes q's sign moot).
 struct Centroids {
     B magnitude;
     __mmask64 negative;
@@ -97,18 +97,34 @@ inline J dot_bytes(J acc, const Centroids& c, B q) {
     return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
 }
 
+// Each key's sums start at zero (q: the query's n bytes, which the VNNI path reads).
+inline J start_sums(const std::int8_t*, int) { return _mm512_setzero_si512(); }
+
+// vpdpbusd also multiplies unsigned by signed bytes (4 per int32 lane, no saturation),
+// but its path biases the centroids instead of moving their signs: c + 128 in
+// [1, 255] (one xor per register) meets q as it is, and each key's sums start at
+// -128 Σ_k q_k, which takes the bias back out.  The totals are the same integers
+// (|sum| <= 255 · 127 · n < 2^31), for one instruction per register and query
+// instead of two.
+inline B prepare_vnni(B c) { return _mm512_xor_si512(c, _mm512_set1_epi8(static_cast<char>(0x80))); }
+inline J start_sums_vnni(const std::int8_t* q, int n) {
+    std::int32_t sum = 0;
+    for (int k = 0; k < n; ++k) sum += q[k];
+    return _mm512_maskz_set1_epi32(1, -128 * sum);
+}
+
 TQ_AVX512_VNNI_BEGIN
-// acc + the same products with vpdpbusd: 4 bytes per int32 lane, no intermediate rounding.
-inline J dot_bytes_vnni(J acc, const Centroids& c, B q) {
+inline J dot_bytes_vnni(J acc, B c, B q) {
 #if TQ_AVX512_VNNI_CODE
-    return _mm512_dpbusd_epi32(acc, c.magnitude, signed_query(c, q));
+    return _mm512_dpbusd_epi32(acc, c, q);
 #else
-    return dot_bytes(acc, c, q);  // never called: has_vnni() is false
+    // Never called (has_vnni() is false), but vpdpbusd's sums all the same:
+    // (c + 128) q = c q + 128 q, the second from vpmaddubsw with ones.
+    const J plain = dot_bytes(acc, prepare(_mm512_xor_si512(c, _mm512_set1_epi8(static_cast<char>(0x80)))), q);
+    return _mm512_add_epi32(plain, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), q), _mm512_set1_epi16(128)));
 #endif
 }
 TQ_AVX512_VNNI_END
-
-inline J zero_sums() { return _mm512_setzero_si512(); }
 
 inline std::int32_t hsum_ints(J x) { return _mm512_reduce_add_epi32(x); }
 

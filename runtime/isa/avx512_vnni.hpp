@@ -3,10 +3,7 @@
 // flags (tests/test_cross_isa.cpp) can ask.
 #pragma once
 
-#if TQ_EMULATED_AVX512
-#include <cstdlib>
-#include <cstring>
-#endif
+#include "isa/int8.hpp"
 
 namespace tq::avx512 {
 
@@ -28,20 +25,14 @@ namespace tq::avx512 {
 #define TQ_AVX512_VNNI_END
 #endif
 
-// Whether the kernels run vpdpbusd here.  Emulated, the environment chooses
-// (TQ_EMULATED_VNNI=0: dot_bytes), so that tests cover both paths on one CPU.
-inline bool has_vnni() {
-#if TQ_EMULATED_AVX512
-    static const bool yes = [] {
-        const char* v = std::getenv("TQ_EMULATED_VNNI");
-        return !(v && std::strcmp(v, "0") == 0);
-    }();
-    return yes;
-#elif defined(__AVX512VNNI__)
-    return true;
+// Whether the kernels run vpdpbusd here: where the CPU has VNNI (emulated: always)
+// and TQ_BYTE_DOT is not plain (int8.hpp).  Static, as plain_byte_dot.
+static inline bool has_vnni() {
+#if TQ_EMULATED_AVX512 || defined(__AVX512VNNI__)
+    return !int8::plain_byte_dot();
 #elif TQ_AVX512_VNNI_CODE
     static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
-    return yes;
+    return yes && !int8::plain_byte_dot();
 #else
     return false;
 #endif

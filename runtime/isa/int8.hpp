@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace tq::int8 {
@@ -34,6 +35,18 @@ constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
         t.v[l] = static_cast<std::int8_t>(x >= 0 ? int(x + 0.5) : -int(-x + 0.5));
     }
     return t;
+}
+
+// TQ_BYTE_DOT=plain (environment; any other value or none: the default): the kernels
+// keep their plain dot product where the CPU has a faster one (has_vnni(), has_sdot()),
+// so that one CPU can test and time both paths.  Read once; static, so that each
+// translation unit has its own copy compiled with its own flags (see quantize_query).
+static inline bool plain_byte_dot() {
+    static const bool yes = [] {
+        const char* v = std::getenv("TQ_BYTE_DOT");
+        return v && std::strcmp(v, "plain") == 0;
+    }();
+    return yes;
 }
 
 // The 8 bytes at p + O (a window of 8 coordinates' fields, generator/int_layout.py)

@@ -44,13 +44,14 @@ struct J {  // 8 int32 partial sums
 #endif
 
 // Whether the kernels run sdot here: always where the build targets it, else
-// (Linux, GCC) where the kernel's hardware capability bits say the CPU has it.
-inline bool has_sdot() {
+// (Linux, GCC) where the kernel's hardware capability bits say the CPU has it; not
+// where TQ_BYTE_DOT is plain (int8.hpp).  Static, as plain_byte_dot.
+static inline bool has_sdot() {
 #if defined(__ARM_FEATURE_DOTPROD)
-    return true;
+    return !int8::plain_byte_dot();
 #elif TQ_NEON_SDOT_CODE && defined(__linux__) && defined(HWCAP_ASIMDDP)
     static const bool yes = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-    return yes;
+    return yes && !int8::plain_byte_dot();
 #else
     return false;
 #endif
@@ -151,7 +152,11 @@ inline J dot_bytes_sdot(J acc, const Centroids& c, B q) {
 }
 TQ_NEON_SDOT_END
 
-inline J zero_sums() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+// Each key's sums start at zero (q: the query's n bytes, which AVX-512's VNNI path reads).
+inline J start_sums(const std::int8_t*, int) { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+// sdot multiplies signed by signed bytes: its path prepares and starts as the plain one.
+inline Centroids prepare_sdot(B c) { return prepare(c); }
+inline J start_sums_sdot(const std::int8_t* q, int n) { return start_sums(q, n); }
 
 inline std::int32_t hsum_ints(J x) { return vaddvq_s32(vaddq_s32(x.lo, x.hi)); }
 
