@@ -120,12 +120,13 @@ template <int L>
 struct Table {
     const float* data;
     V lo, hi;
-    explicit Table(const float* t) : data(t) {
-        alignas(64) float pad[32] = {};
-        std::memcpy(pad, t, sizeof(float) * (L < 32 ? L : 32));
-        lo = _mm512_load_ps(pad);
-        hi = _mm512_load_ps(pad + 16);
-    }
+    // Masked loads, not a copy into a zeroed buffer: a 64-byte load of bytes that
+    // smaller stores just wrote waits for them to retire (no store forwarding), at
+    // the head of encode's level search.
+    explicit Table(const float* t)
+        : data(t), lo(_mm512_maskz_loadu_ps(lanes(L), t)), hi(_mm512_maskz_loadu_ps(lanes(L - 16), t + 16)) {}
+    // The first n lanes (none for n <= 0, all 16 from 16).
+    static constexpr __mmask16 lanes(int n) { return n <= 0 ? 0 : n >= 16 ? 0xFFFF : __mmask16((1u << n) - 1); }
     V lookup(I idx) const {
         if constexpr (L <= 16) return _mm512_permutexvar_ps(idx, lo);
         else if constexpr (L == 32) return _mm512_permutex2var_ps(lo, idx, hi);

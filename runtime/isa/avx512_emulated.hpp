@@ -64,6 +64,13 @@ inline std::int32_t reduce_add_epi32(simde__m512i x) {
     return static_cast<std::int32_t>(sum);
 }
 
+inline simde__m512 maskz_loadu_ps(simde__mmask16 k, const void* p) {  // reads only the lanes in k
+    alignas(64) float r[16] = {};
+    for (int i = 0; i < 16; ++i)
+        if (k >> i & 1) r[i] = static_cast<const float*>(p)[i];
+    return simde_mm512_load_ps(r);
+}
+
 inline simde__m512 cvtepi32_ps(simde__m512i x) {  // round to nearest even, as MXCSR's default
     alignas(64) std::int32_t a[16];
     alignas(64) float r[16];
@@ -89,6 +96,8 @@ inline simde__m512 cvtepi32_ps(simde__m512i x) {  // round to nearest even, as M
 #define _mm512_reduce_add_epi32(x) tq::avx512_emulated::reduce_add_epi32(x)
 #undef _mm512_cvtepi32_ps
 #define _mm512_cvtepi32_ps(x) tq::avx512_emulated::cvtepi32_ps(x)
+#undef _mm512_maskz_loadu_ps
+#define _mm512_maskz_loadu_ps(k, p) tq::avx512_emulated::maskz_loadu_ps(k, p)
 #undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm) simde_mm512_shuffle_f32x4(a, b, imm)
 #undef _mm512_madd_epi16  // 0.7.4 aliases it with the masked form's four arguments
