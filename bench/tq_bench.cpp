@@ -3,6 +3,7 @@
 // of docs/benchmarks.md: each figure, its baseline, the ratio and the target.
 #include "baselines.hpp"
 #include "bench_support.hpp"
+#include "cache_line_allocator.hpp"
 
 #include "turboquant/registry.hpp"
 #include "turboquant/turboquant.h"
@@ -47,8 +48,9 @@ const Vectors& vectors() {
 
 // n packed K4 keys (and their scales) encoded by `isa`.
 struct PackedKeys {
-    std::vector<std::uint8_t> codes;
-    std::vector<float> scales, plain;  // plain: the uncompressed keys (only for the cached set)
+    std::vector<std::uint8_t, tq::detail::CacheLineAllocator<std::uint8_t>> codes;  // aligned as a cache's stream
+    std::vector<float, tq::detail::CacheLineAllocator<float>> scales;  // aligned as a cache's stream
+    std::vector<float> plain;  // the uncompressed keys (only for the cached set)
 };
 const PackedKeys& packed_keys(const std::string& isa, std::size_t n) {
     static std::map<std::pair<std::string, std::size_t>, std::unique_ptr<PackedKeys>> all;

@@ -17,7 +17,8 @@ struct StreamState {
     long length, count, first_block, blocks;
     double scale_bound, extra_bound, smooth_bound;
     explicit StreamState(const fa_tq_stream& s)
-        : codes(s.codes), scales32(s.scales32), sinks(s.sink_vectors), scales16(s.scales16), means(s.means),
+        : codes(s.codes.begin(), s.codes.end()), scales32(s.scales32.begin(), s.scales32.end()), sinks(s.sink_vectors),
+          scales16(s.scales16.begin(), s.scales16.end()), means(s.means),
           smooth(s.smooth), sum(s.sum), sum_sq(s.sum_sq), length(s.length), count(s.count),
           first_block(s.first_block), blocks(s.blocks), scale_bound(s.scale_bound), extra_bound(s.extra_bound),
           smooth_bound(s.smooth_bound) {}

@@ -1,6 +1,7 @@
 // The structures behind the opaque fa_tq_state and fa_tq_cache handles.
 #pragma once
 
+#include "cache_line_allocator.hpp"
 #include "thread_pool.hpp"
 #include "turboquant/turboquant.h"
 
@@ -37,9 +38,9 @@ struct fa_tq_state {
 struct fa_tq_stream {
     std::size_t code_bytes = 0;
     bool centered = false;
-    std::vector<std::uint8_t> codes;     // [head][slot][code_bytes]
-    std::vector<float> scales32;         // [head][slot], when scales are float
-    std::vector<std::uint16_t> scales16; // [head][slot], when scales are half
+    std::vector<std::uint8_t, tq::detail::CacheLineAllocator<std::uint8_t>> codes;  // [head][slot][code_bytes]
+    std::vector<float, tq::detail::CacheLineAllocator<float>> scales32;                 // [head][slot], when scales are float
+    std::vector<std::uint16_t, tq::detail::CacheLineAllocator<std::uint16_t>> scales16; // [head][slot], when half
     int length = 0;                      // positions written (absolute in ring mode)
     // Centering and smoothing (docs/levers.md): running sums over every appended
     // non-sink vector, and per block of positions (blocks first_block ..
