@@ -119,8 +119,9 @@ inline J dot_bytes_vnni(J acc, B c, B q) {
     return _mm512_dpbusd_epi32(acc, c, q);
 #else
     // Never called (has_vnni() is false), but vpdpbusd's sums all the same:
-    // (c + 128) q = c q + 128 q, the second from vpmaddubsw with ones.
-    const J plain = dot_bytes(acc, prepare(_mm512_xor_si512(c, _mm512_set1_epi8(static_cast<char>(0x80)))), q);
+    // (c + 128) q = c q + 128 q, the second from vpmaddubsw with ones (the xor of
+    // prepare_vnni takes its own bias back out).
+    const J plain = dot_bytes(acc, prepare(prepare_vnni(c)), q);
     return _mm512_add_epi32(plain, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), q), _mm512_set1_epi16(128)));
 #endif
 }
