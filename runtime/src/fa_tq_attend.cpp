@@ -13,8 +13,9 @@
 // is multiplied by them: q'_b = softmax_scale * R (q * sigma_b), exact for scores.
 // Sink positions use their exact vectors instead (docs/levers.md).  A prefill tile of
 // kDenseRows rows or more works in the original domain past its first span: its keys and
-// values decoded (R^T of the above) once per block of slots, scores = (softmax_scale q *
-// sigma_b) K^T and a += P V as dense products (docs/kernels.md, "The dense product").
+// values decoded (R^T of the above) once per block of slots and mapped back (keys
+// sigma_b k' + mu_b, values v' + nu_b), scores = softmax_scale q K^T and a += P V as
+// dense products (docs/kernels.md, "The dense product").
 #include "fa_tq_attend.hpp"
 
 #include "fa_tq_blocks.hpp"
@@ -23,6 +24,7 @@
 #include "last_error.hpp"
 #include "norms.hpp"
 #include "softmax.hpp"
+#include "tile_ops.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -288,6 +290,7 @@ struct PrefillJob {
     static std::size_t dense_block(int d) { return std::clamp<std::size_t>(8192 / std::size_t(d) / 16 * 16, 16, 64); }
 
     const ChunkAttention& at;  // pieces, sinks, softmax (its q and q_rot are unused)
+    TileOps ops;               // tile_ops_for(the kernels' ISA)
     int pos, n_tokens, n_q_heads, d;
     const float* q;      // [token][query head][d], as given
     const float* q_rot;  // [kv head][token][group][d], scale * R q
@@ -319,10 +322,11 @@ struct PrefillJob {
 
     // A dense tile's scores of m rows (rows: [m][d], original domain, scaled) over count
     // keys from stream slot `first` (scales[t]), into sc[r * kSpan + t]: per block of
-    // slots, the keys decoded, transposed (padded with zeros to a multiple of 16) and
-    // multiplied.  dec: 2 * dense_block(d) * d floats.
+    // slots, the keys decoded, mapped back to the keys (k = sigma * k' + mu: the piece's
+    // smoothing scales and mean, each d floats), transposed (padded with zeros to a
+    // multiple of 16) and multiplied.  dec: 2 * dense_block(d) * d floats.
     void dense_scores(const float* rows, std::size_t m, std::size_t first, const float* scales, std::size_t count,
-                      float* sc, float* dec) const {
+                      const float* sigma, const float* mu, float* sc, float* dec) const {
         const tq_kernels& kern = *at.state->kernels;
         const fa_tq_stream& ks = at.lay.keys;
         const std::size_t block = dense_block(d), dim = std::size_t(d);
@@ -333,19 +337,17 @@ struct PrefillJob {
             for (std::size_t u = 0; u < nb; ++u)
                 kern.key->decode(at.state->signs.data(), &ks.codes[(first + t0 + u) * ks.code_bytes], scales[t0 + u],
                                  keys + u * dim);
-            for (std::size_t i = 0; i < dim; ++i) {
-                for (std::size_t u = 0; u < nb; ++u) transposed[i * padded + u] = keys[u * dim + i];
-                std::fill(transposed + i * padded + nb, transposed + (i + 1) * padded, 0.0f);
-            }
+            ops.transpose_affine(keys, nb, dim, sigma, mu, transposed, padded);
             kern.product(m, nb, dim, rows, dim, transposed, padded, sc + t0, kSpan, 0);
         }
     }
 
     // A dense tile's acc_rows[r] += sum_t w[r * kSpan + t] v_t for m rows over count values
     // from stream slot `first` (scales[t]), decoded to the original domain per block of slots
-    // (rows of d floats, which the product reads whole: every head dim is a multiple of 16).
+    // (rows of d floats, which the product reads whole: every head dim is a multiple of 16),
+    // plus the block's mean where it has one (mean: d floats, or null).
     void dense_values(const float* w, std::size_t m, std::size_t first, const float* scales, std::size_t count,
-                      float* acc_rows, float* dec) const {
+                      const float* mean, float* acc_rows, float* dec) const {
         const tq_kernels& kern = *at.state->kernels;
         const fa_tq_stream& vs = at.lay.values;
         const std::size_t block = dense_block(d), dim = std::size_t(d);
@@ -354,6 +356,7 @@ struct PrefillJob {
             for (std::size_t u = 0; u < nb; ++u)
                 kern.value->decode(at.state->signs.data(), &vs.codes[(first + t0 + u) * vs.code_bytes], scales[t0 + u],
                                    dec + u * dim);
+            if (mean) ops.shift_rows(dec, nb, dim, mean);
             kern.product(m, dim, nb, w + t0, kSpan, dec, dim, acc_rows, dim, 1);
         }
     }
@@ -369,11 +372,12 @@ struct PrefillJob {
         const float* vscale = value_scales + g * n;
         float* smooth = qs + rows * d;  // the block's smoothing scales, then its mean, widened
         float* mean = smooth + d;
-        // A dense tile runs its first span with the fused kernels all the same: a row that
-        // sees no more gets the single calls' bits (the batch's outputs do not depend on
-        // how a sequence's tokens were split into calls); its acc is then unrotated in
-        // place, and the later spans are dense.
-        const bool dense = rows >= kDenseRows;
+        // A dense tile runs its first span with the fused kernels all the same where a row
+        // may see no more: such a row gets the single calls' bits (the batch's outputs do
+        // not depend on how a sequence's tokens were split into calls); its acc is then
+        // unrotated in place, and the later spans are dense.  Where even the tile's first
+        // token sees past the first span, every span is dense.
+        const bool dense = rows >= kDenseRows, dense_from_start = dense && std::size_t(pos + i0) >= kSpan;
         bool prepared = false, prepared_rotated = false;  // whether qs holds the tile's queries, and how
         const std::uint16_t* prepared_for = nullptr;       // the record they are smoothed by
         // Row r: token i0 + r / group, query head g * group + r % group, as given.
@@ -398,7 +402,7 @@ struct PrefillJob {
         const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last token sees
         for (std::size_t c0 = 0; c0 < needed; c0 += kSpan) {
             const std::size_t c1 = std::min(needed, c0 + kSpan);
-            const bool dense_span = dense && c0 > 0;
+            const bool dense_span = dense && (c0 > 0 || dense_from_start);
             // Tokens i >= first see slots of the span (slot < pos + i + 1): rows r0.. of the tile.
             const int first = std::max(i0, int(long(c0) - pos));
             const std::size_t r0 = std::size_t(first - i0) * group, active = rows - r0;
@@ -422,19 +426,28 @@ struct PrefillJob {
                         continue;
                     }
                     const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
-                    if (dense_span) {
-                        prepare(stored.smooth, false);
-                        dense_scores(qs + r0 * d, active, sbase + s0, kscale + s0, s1 - s0, s + r0 * kSpan, dec);
-                    } else {
-                        const float* queries = q_rot + base * d;
-                        if (stored.smooth) {
-                            prepare(stored.smooth, true);  // every row of the tile, once per block
-                            queries = qs;
-                        }
-                        at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes],
-                                        kscale + s0, s1 - s0, s + r0 * kSpan, kSpan);
+                    if (dense_span) {  // the scaled queries once; sigma and mu go with the decoded keys
+                        prepare(nullptr, false);
+                        if (stored.smooth)
+                            widen_halves(stored.smooth + hd, d, smooth);
+                        else
+                            std::fill(smooth, smooth + d, 1.0f);
+                        if (stored.mean)
+                            widen_halves(stored.mean + hd, d, mean);
+                        else
+                            std::fill(mean, mean + d, 0.0f);
+                        dense_scores(qs + r0 * d, active, sbase + s0, kscale + s0, s1 - s0, smooth, mean,
+                                     s + r0 * kSpan, dec);
+                        continue;
                     }
-                    if (stored.mean) {
+                    const float* queries = q_rot + base * d;
+                    if (stored.smooth) {
+                        prepare(stored.smooth, true);  // every row of the tile, once per block
+                        queries = qs;
+                    }
+                    at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes], kscale + s0,
+                                    s1 - s0, s + r0 * kSpan, kSpan);
+                    if (stored.mean) {  // the fused kernels' scores: the mean's, added per row
                         widen_halves(stored.mean + hd, d, mean);
                         for (std::size_t r = r0; r < rows; ++r) {
                             const float offset = float(at.scale * dot_double(query(r), mean, d));
@@ -458,14 +471,9 @@ struct PrefillJob {
                     std::fill(a, a + d, 0.0f);
                     std::fill(e, e + d, 0.0);
                 } else {
-                    const double keep = old / total;
-                    for (int j = 0; j < d; ++j) {
-                        a[j] = float(keep * a[j]);
-                        e[j] *= keep;
-                    }
+                    ops.rescale(a, e, std::size_t(d), old / total);
                 }
-                const float inv = static_cast<float>(1 / total);
-                for (std::size_t t = 0; t < seen; ++t) row[t] *= inv;
+                ops.scale(row, seen, static_cast<float>(1 / total));
                 std::fill(row + seen, row + (c1 - c0), 0.0f);  // slots past the token: no weight
                 run = {m, total};
             }
@@ -485,14 +493,16 @@ struct PrefillJob {
                         }
                         continue;
                     }
-                    if (dense_span)
-                        dense_values(w + r0 * kSpan, active, sbase + s0, vscale + s0, s1 - s0, acc + (base + r0) * d, dec);
-                    else
-                        kern.value->accumulate(w + r0 * kSpan, kSpan, active,
-                                               &vs.codes[(sbase + s0) * vs.code_bytes], vscale + s0, s1 - s0,
-                                               acc + (base + r0) * d, std::size_t(d));
-                    if (const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean) {
-                        widen_halves(stored + hd, d, mean);
+                    const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean;
+                    if (stored) widen_halves(stored + hd, d, mean);
+                    if (dense_span) {  // the mean added to the decoded values
+                        dense_values(w + r0 * kSpan, active, sbase + s0, vscale + s0, s1 - s0, stored ? mean : nullptr,
+                                     acc + (base + r0) * d, dec);
+                        continue;
+                    }
+                    kern.value->accumulate(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
+                                           vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
+                    if (stored) {  // the fused kernel's weights: the mean's share, per row
                         for (std::size_t r = r0; r < rows; ++r) {
                             double* ex = extra + (base + r) * d;
                             double wsum = 0;
@@ -501,7 +511,7 @@ struct PrefillJob {
                         }
                     }
                 }
-            if (dense && c0 == 0)  // every row saw the first span: its acc to the original domain
+            if (dense && c0 == 0 && !dense_from_start)  // every row saw the first span: its acc to the original domain
                 for (std::size_t r = 0; r < rows; ++r)
                     kern.unrotate(at.state->signs.data(), acc + (base + r) * d, acc + (base + r) * d);
         }
@@ -654,7 +664,7 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     const float* vs = widen_all(cache, lay.values, f16, n, s.value_scales.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, nullptr, nullptr, scale, group, s.pieces.size(),
                                 softmax_for(state->kernels->isa)};
-    const PrefillJob job{attend, pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
+    const PrefillJob job{attend, tile_ops_for(state->kernels->isa), pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
                          tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.decoded.data(), s.acc.data(),
                          s.extra.data(), s.partials.data(), out};
     cache->run_tasks(int(std::size_t(kv_heads) * tile_tasks), &PrefillJob::task, const_cast<PrefillJob*>(&job));

@@ -9,6 +9,7 @@
 // builds with -ffp-contract=off), so every copy gives the same bits.
 #include "softmax.hpp"
 
+#include "float8.hpp"
 #include "isas.hpp"
 
 #include <bit>
@@ -18,7 +19,7 @@
 namespace tq::detail {
 namespace {
 
-constexpr std::size_t kWidth = 8;  // lanes of the partial maxima and sums
+constexpr std::size_t kWidth = 8;  // lanes of the partial sums
 constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
 
 [[gnu::always_inline]] inline float exp_nonpositive(float y) {
@@ -46,16 +47,29 @@ constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
     return p * std::bit_cast<float>(bits);
 }
 
-// The largest of x[0 .. n).
+// The largest of x[0 .. n).  Max is exact, so any grouping gives the same value:
+// four vectors of independent running maxima (no chain of dependent compares),
+// maxps' semantics per lane (x > part ? x : part, as a mask select).
 [[gnu::always_inline]] inline float max_body(const float* x, std::size_t n) {
-    float part[kWidth];  // independent running maxima, maxps' semantics: one vector
-    for (std::size_t j = 0; j < kWidth; ++j) part[j] = x[0];
+    constexpr std::size_t kVectors = 4, kStep = kVectors * 8;
+    F8 part[kVectors];
+    for (F8& p : part) p = F8{} + x[0];
     std::size_t t = 0;
-    for (; t + kWidth <= n; t += kWidth)
-        for (std::size_t j = 0; j < kWidth; ++j) part[j] = x[t + j] > part[j] ? x[t + j] : part[j];
-    for (std::size_t j = 0; t < n; ++t, ++j) part[j] = x[t] > part[j] ? x[t] : part[j];
-    float m = part[0];
-    for (std::size_t j = 1; j < kWidth; ++j) m = part[j] > m ? part[j] : m;
+    for (; t + kStep <= n; t += kStep)
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < kVectors; ++j) {
+            F8 v;
+            load8(v, x + t + 8 * j);
+            const I8 above = v > part[j];
+            part[j] = (F8)(((I8)v & above) | ((I8)part[j] & ~above));
+        }
+    for (std::size_t j = 1; j < kVectors; ++j) {
+        const I8 above = part[j] > part[0];
+        part[0] = (F8)(((I8)part[j] & above) | ((I8)part[0] & ~above));
+    }
+    float m = part[0][0];
+    for (std::size_t j = 1; j < 8; ++j) m = part[0][j] > m ? part[0][j] : m;
+    for (; t < n; ++t) m = x[t] > m ? x[t] : m;
     return m;
 }
 

@@ -1,0 +1,108 @@
+// TileOps' bodies, compiled for the runtime's own target and, on x86-64, once more per
+// target ISA (the compiler's target attribute; tile_ops.hpp).  No contraction (the
+// runtime builds with -ffp-contract=off) and one rounding per element, so every copy
+// gives the same bits.
+#include "tile_ops.hpp"
+
+#include "float8.hpp"
+#include "isas.hpp"
+
+#include <cstring>
+
+namespace tq::detail {
+namespace {
+
+// Rows r[0..8) of eight columns each, transposed in place: r[b][a] = old r[a][b].
+// Three rounds of two-register shuffles: pairs of rows interleaved by element, then
+// by pairs of elements, then by halves.
+[[gnu::always_inline]] inline void transpose8(F8 r[8]) {
+    F8 s[8];
+#pragma GCC unroll 4
+    for (int a = 0; a < 8; a += 2) {
+        s[a] = __builtin_shufflevector(r[a], r[a + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+        s[a + 1] = __builtin_shufflevector(r[a], r[a + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+    // s[a]: rows a, a+1 of the even columns; s[a+1]: of the odd ones.
+#pragma GCC unroll 2
+    for (int a = 0; a < 8; a += 4)
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; ++k) {
+            r[a + k] = __builtin_shufflevector(s[a + k], s[a + k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            r[a + k + 2] = __builtin_shufflevector(s[a + k], s[a + k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    // r[a + k]: rows a..a+3 of columns k | k+4; r[a + k + 2]: of columns k+2 | k+6.
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        s[k] = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        s[k + 4] = __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < 8; ++b) r[b] = s[b];
+}
+
+[[gnu::always_inline]] inline void transpose_affine_body(const float* rows, std::size_t n, std::size_t d,
+                                                         const float* mul, const float* add, float* out, std::size_t ld) {
+    const std::size_t n8 = n / 8 * 8, d8 = d / 8 * 8;
+    for (std::size_t u0 = 0; u0 < n8; u0 += 8)
+        for (std::size_t i0 = 0; i0 < d8; i0 += 8) {
+            F8 r[8];
+#pragma GCC unroll 8
+            for (int a = 0; a < 8; ++a) load8(r[a], rows + (u0 + a) * d + i0);
+            transpose8(r);
+#pragma GCC unroll 8
+            for (int b = 0; b < 8; ++b) {
+                const F8 x = r[b] * mul[i0 + b] + add[i0 + b];
+                std::memcpy(out + (i0 + b) * ld + u0, &x, sizeof x);
+            }
+        }
+    for (std::size_t i = 0; i < d; ++i) {
+        const std::size_t u_begin = i < d8 ? n8 : 0;  // the columns past d8: every row
+        for (std::size_t u = u_begin; u < n; ++u) out[i * ld + u] = rows[u * d + i] * mul[i] + add[i];
+        for (std::size_t u = n; u < ld; ++u) out[i * ld + u] = 0.0f;
+    }
+}
+
+[[gnu::always_inline]] inline void shift_rows_body(float* rows, std::size_t n, std::size_t d, const float* add) {
+    for (std::size_t u = 0; u < n; ++u)
+        for (std::size_t i = 0; i < d; ++i) rows[u * d + i] += add[i];
+}
+
+[[gnu::always_inline]] inline void scale_body(float* x, std::size_t n, float s) {
+    for (std::size_t t = 0; t < n; ++t) x[t] *= s;
+}
+
+[[gnu::always_inline]] inline void rescale_body(float* a, double* e, std::size_t d, double keep) {
+    for (std::size_t j = 0; j < d; ++j) {
+        a[j] = float(keep * a[j]);
+        e[j] *= keep;
+    }
+}
+
+#define TQ_TILE_OPS_COPY(NAME, ATTRIBUTE)                                                                     \
+    ATTRIBUTE void NAME##_transpose_affine(const float* rows, std::size_t n, std::size_t d, const float* mul, \
+                                           const float* add, float* out, std::size_t ld) {                    \
+        transpose_affine_body(rows, n, d, mul, add, out, ld);                                                 \
+    }                                                                                                         \
+    ATTRIBUTE void NAME##_shift_rows(float* rows, std::size_t n, std::size_t d, const float* add) {            \
+        shift_rows_body(rows, n, d, add);                                                                     \
+    }                                                                                                         \
+    ATTRIBUTE void NAME##_scale(float* x, std::size_t n, float s) { scale_body(x, n, s); }                     \
+    ATTRIBUTE void NAME##_rescale(float* a, double* e, std::size_t d, double keep) { rescale_body(a, e, d, keep); }
+TQ_TILE_OPS_COPY(baseline, )
+#define TQ_TARGET_COPY(NAME, TARGET) TQ_TILE_OPS_COPY(NAME, [[gnu::target(TARGET)]])
+TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
+#undef TQ_TARGET_COPY
+#undef TQ_TILE_OPS_COPY
+
+}  // namespace
+
+TileOps tile_ops_for(const char* isa) {
+#define TQ_TARGET_COPY(NAME, TARGET) \
+    if (std::strcmp(isa, #NAME) == 0) return {NAME##_transpose_affine, NAME##_shift_rows, NAME##_scale, NAME##_rescale};
+    TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
+#undef TQ_TARGET_COPY
+    (void)isa;
+    return {baseline_transpose_affine, baseline_shift_rows, baseline_scale, baseline_rescale};
+}
+
+}  // namespace tq::detail
