@@ -24,7 +24,7 @@
 #include "last_error.hpp"
 #include "norms.hpp"
 #include "softmax.hpp"
-#include "tile_ops.hpp"
+#include "attend_ops.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -64,6 +64,7 @@ struct ChunkAttention {
 
     std::size_t wrap;  // pieces [0, wrap) and [wrap, size) each run in increasing slots (a ring's wrap)
     Softmax softmax;   // softmax_for(the kernels' ISA), resolved once per call
+    AttendOps ops;     // attend_ops_for(the kernels' ISA)
 
     PieceRanges candidates(std::size_t c0, std::size_t c1) const { return pieces_meeting(pieces, wrap, c0, c1); }
 
@@ -113,7 +114,8 @@ struct ChunkAttention {
                 for (int j = 0; j < group; ++j)
                     for (std::size_t t = s0; t < s1; ++t) {
                         const float* k = sink(ks, kv_head, pc, t);
-                        sc[j * len + (t - s0)] = float(scale * dot_double(q + std::size_t(h0 + j) * d, k, d));
+                        sc[j * len + (t - s0)] =
+                            float(scale * ops.dot(q + std::size_t(h0 + j) * d, k, std::size_t(d)));
                     }
                 continue;
             }
@@ -122,7 +124,7 @@ struct ChunkAttention {
             float* smooth = q_smooth + std::size_t(group) * d;  // this KV head's channel scales, mean
             float* mean = smooth + d;
             if (block.smooth) {
-                widen_halves(block.smooth + hd, d, smooth);
+                ops.widen(block.smooth + hd, std::size_t(d), smooth);
                 for (int j = 0; j < group; ++j) {
                     const float* qh = q + std::size_t(h0 + j) * d;
                     float* qs = q_smooth + std::size_t(j) * d;
@@ -135,9 +137,9 @@ struct ChunkAttention {
             state->score(queries, std::size_t(group), &ks.codes[(base + s0) * ks.code_bytes], key_scales + s0,
                          s1 - s0, sc, len);
             if (block.mean) {
-                widen_halves(block.mean + hd, d, mean);
+                ops.widen(block.mean + hd, std::size_t(d), mean);
                 for (int j = 0; j < group; ++j) {
-                    const float offset = float(scale * dot_double(q + std::size_t(h0 + j) * d, mean, d));
+                    const float offset = float(scale * ops.dot(q + std::size_t(h0 + j) * d, mean, std::size_t(d)));
                     for (std::size_t t = 0; t < s1 - s0; ++t) sc[j * len + t] += offset;
                 }
             }
@@ -148,8 +150,7 @@ struct ChunkAttention {
             float* row = scores + std::size_t(j) * len;
             const float m = softmax.max(row, len);
             const double sum = softmax.exp_sum(row, len, m);
-            const float inv = static_cast<float>(1 / sum);
-            for (std::size_t t = 0; t < len; ++t) row[t] *= inv;
+            ops.scale(row, len, static_cast<float>(1 / sum));
             float* acc = o.acc + std::size_t(j) * o.stride * d;
             std::fill(acc, acc + d, 0.0f);
             std::fill(o.extra + std::size_t(j) * o.stride * d, o.extra + (std::size_t(j) * o.stride + 1) * d, 0.0);
@@ -175,7 +176,7 @@ struct ChunkAttention {
                                    value_scales + s0, s1 - s0, o.acc, o.stride * d);
             if (const std::uint16_t* stored = stored_block(cache, lay, vs, pc.pos_begin).mean) {
                 float* mean = q_smooth + std::size_t(group + 1) * d;  // the scratch row of the keys' mean, free now
-                widen_halves(stored + hd, d, mean);
+                ops.widen(stored + hd, std::size_t(d), mean);
                 for (int j = 0; j < group; ++j) {
                     double* extra = o.extra + std::size_t(j) * o.stride * d;
                     double wsum = 0;
@@ -221,7 +222,7 @@ struct DecodeJob {
         const std::size_t base = attend.cache->stream_index(int(g));
         if (!f16) return &s.scales32[base];
         float* head = buf + g * n;
-        for (std::size_t i = c0; i < c1; ++i) head[i] = half_to_float(s.scales16[base + i]);
+        attend.ops.widen(&s.scales16[base + c0], c1 - c0, head + c0);
         return head;
     }
 
@@ -289,8 +290,7 @@ struct PrefillJob {
     // Slots decoded at once by a dense tile: about 8192 floats per buffer, a multiple of 16.
     static std::size_t dense_block(int d) { return std::clamp<std::size_t>(8192 / std::size_t(d) / 16 * 16, 16, 64); }
 
-    const ChunkAttention& at;  // pieces, sinks, softmax (its q and q_rot are unused)
-    TileOps ops;               // tile_ops_for(the kernels' ISA)
+    const ChunkAttention& at;  // pieces, sinks, softmax, ops (its q and q_rot are unused)
     int pos, n_tokens, n_q_heads, d;
     const float* q;      // [token][query head][d], as given
     const float* q_rot;  // [kv head][token][group][d], scale * R q
@@ -337,7 +337,7 @@ struct PrefillJob {
             for (std::size_t u = 0; u < nb; ++u)
                 kern.key->decode(at.state->signs.data(), &ks.codes[(first + t0 + u) * ks.code_bytes], scales[t0 + u],
                                  keys + u * dim);
-            ops.transpose_affine(keys, nb, dim, sigma, mu, transposed, padded);
+            at.ops.transpose_affine(keys, nb, dim, sigma, mu, transposed, padded);
             kern.product(m, nb, dim, rows, dim, transposed, padded, sc + t0, kSpan, 0);
         }
     }
@@ -356,7 +356,7 @@ struct PrefillJob {
             for (std::size_t u = 0; u < nb; ++u)
                 kern.value->decode(at.state->signs.data(), &vs.codes[(first + t0 + u) * vs.code_bytes], scales[t0 + u],
                                    dec + u * dim);
-            if (mean) ops.shift_rows(dec, nb, dim, mean);
+            if (mean) at.ops.shift_rows(dec, nb, dim, mean);
             kern.product(m, dim, nb, w + t0, kSpan, dec, dim, acc_rows, dim, 1);
         }
     }
@@ -387,7 +387,7 @@ struct PrefillJob {
         // qs's rows: softmax_scale (q * sigma), rotated or not (sigma = 1 where sm is null).
         auto prepare = [&](const std::uint16_t* sm, bool rotated) {
             if (prepared && prepared_for == sm && prepared_rotated == rotated) return;
-            if (sm) widen_halves(sm + hd, d, smooth);
+            if (sm) at.ops.widen(sm + hd, std::size_t(d), smooth);
             for (std::size_t r = 0; r < rows; ++r) {
                 const float* qh = query(r);
                 float* qr = qs + r * d;
@@ -422,18 +422,18 @@ struct PrefillJob {
                         for (std::size_t r = r0; r < rows; ++r)
                             for (std::size_t t = s0; t < s1; ++t)
                                 s[r * kSpan + (t - s0)] =
-                                    float(at.scale * dot_double(query(r), at.sink(ks, g, pc, t), d));
+                                    float(at.scale * at.ops.dot(query(r), at.sink(ks, g, pc, t), std::size_t(d)));
                         continue;
                     }
                     const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
                     if (dense_span) {  // the scaled queries once; sigma and mu go with the decoded keys
                         prepare(nullptr, false);
                         if (stored.smooth)
-                            widen_halves(stored.smooth + hd, d, smooth);
+                            at.ops.widen(stored.smooth + hd, std::size_t(d), smooth);
                         else
                             std::fill(smooth, smooth + d, 1.0f);
                         if (stored.mean)
-                            widen_halves(stored.mean + hd, d, mean);
+                            at.ops.widen(stored.mean + hd, std::size_t(d), mean);
                         else
                             std::fill(mean, mean + d, 0.0f);
                         dense_scores(qs + r0 * d, active, sbase + s0, kscale + s0, s1 - s0, smooth, mean,
@@ -448,9 +448,9 @@ struct PrefillJob {
                     at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes], kscale + s0,
                                     s1 - s0, s + r0 * kSpan, kSpan);
                     if (stored.mean) {  // the fused kernels' scores: the mean's, added per row
-                        widen_halves(stored.mean + hd, d, mean);
+                        at.ops.widen(stored.mean + hd, std::size_t(d), mean);
                         for (std::size_t r = r0; r < rows; ++r) {
-                            const float offset = float(at.scale * dot_double(query(r), mean, d));
+                            const float offset = float(at.scale * at.ops.dot(query(r), mean, std::size_t(d)));
                             for (std::size_t t = 0; t < s1 - s0; ++t) s[r * kSpan + t] += offset;
                         }
                     }
@@ -471,9 +471,9 @@ struct PrefillJob {
                     std::fill(a, a + d, 0.0f);
                     std::fill(e, e + d, 0.0);
                 } else {
-                    ops.rescale(a, e, std::size_t(d), old / total);
+                    at.ops.rescale(a, e, std::size_t(d), old / total);
                 }
-                ops.scale(row, seen, static_cast<float>(1 / total));
+                at.ops.scale(row, seen, static_cast<float>(1 / total));
                 std::fill(row + seen, row + (c1 - c0), 0.0f);  // slots past the token: no weight
                 run = {m, total};
             }
@@ -494,7 +494,7 @@ struct PrefillJob {
                         continue;
                     }
                     const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean;
-                    if (stored) widen_halves(stored + hd, d, mean);
+                    if (stored) at.ops.widen(stored + hd, std::size_t(d), mean);
                     if (dense_span) {  // the mean added to the decoded values
                         dense_values(w + r0 * kSpan, active, sbase + s0, vscale + s0, s1 - s0, stored ? mean : nullptr,
                                      acc + (base + r0) * d, dec);
@@ -553,11 +553,11 @@ struct Scratch {
 thread_local Scratch scratch;
 
 // KV head g's scales of slots [0, n) as floats: the stream's own, or halves widened into buf.
-const float* widen_all(const fa_tq_cache* cache, const fa_tq_stream& s, bool f16, std::size_t n, float* buf) {
+const float* widen_all(const ChunkAttention& at, const fa_tq_stream& s, bool f16, std::size_t n, float* buf) {
     if (!f16) return s.scales32.data();
-    for (int g = 0; g < cache->num_heads; ++g) {
-        const std::size_t base = cache->stream_index(g);
-        for (std::size_t i = 0; i < n; ++i) buf[std::size_t(g) * n + i] = half_to_float(s.scales16[base + i]);
+    for (int g = 0; g < at.cache->num_heads; ++g) {
+        const std::size_t base = at.cache->stream_index(g);
+        at.ops.widen(&s.scales16[base], n, buf + std::size_t(g) * n);
     }
     return buf;
 }
@@ -600,7 +600,7 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
     const Chunking& chunks = s.chunks;
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
-                                chunks.wrap, softmax_for(state->kernels->isa)};
+                                chunks.wrap, softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa)};
     const DecodeJob job{attend,
                         lay.keys,
                         lay.values,
@@ -660,11 +660,11 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
                            &s.q_rot[((std::size_t(h / group) * n_tokens + i) * group + h % group) * d]);
     // Linear (or a ring not yet wrapped): slot = position, and every stream holds max_seq_len slots per head.
     const std::size_t stride = std::size_t(cache->max_seq_len);
-    const float* ks = widen_all(cache, lay.keys, f16, n, s.key_scales.data());
-    const float* vs = widen_all(cache, lay.values, f16, n, s.value_scales.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, nullptr, nullptr, scale, group, s.pieces.size(),
-                                softmax_for(state->kernels->isa)};
-    const PrefillJob job{attend, tile_ops_for(state->kernels->isa), pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
+                                softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa)};
+    const float* ks = widen_all(attend, lay.keys, f16, n, s.key_scales.data());
+    const float* vs = widen_all(attend, lay.values, f16, n, s.value_scales.data());
+    const PrefillJob job{attend, pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
                          tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.decoded.data(), s.acc.data(),
                          s.extra.data(), s.partials.data(), out};
     cache->run_tasks(int(std::size_t(kv_heads) * tile_tasks), &PrefillJob::task, const_cast<PrefillJob*>(&job));

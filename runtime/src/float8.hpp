@@ -1,6 +1,6 @@
 // Eight floats as one vector of the compiler's (GCC and clang vector extensions: two
 // SSE or NEON registers, one AVX register), for plain C++ that softmax.cpp and
-// tile_ops.cpp compile once per ISA.
+// attend_ops.cpp compile once per ISA.
 #pragma once
 
 #include <cstdint>

@@ -19,7 +19,7 @@
 namespace tq::detail {
 namespace {
 
-constexpr std::size_t kWidth = 8;  // lanes of the partial sums
+constexpr std::size_t kWidth = 16;  // lanes of the partial sums
 constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
 
 [[gnu::always_inline]] inline float exp_nonpositive(float y) {
@@ -73,7 +73,8 @@ constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
     return m;
 }
 
-// x[t] = exp(x[t] - m), and their sum.
+// x[t] = exp(x[t] - m), and their sum: kWidth running sums in double (independent
+// chains of adds), folded pairwise.
 [[gnu::always_inline]] inline double exp_sum_body(float* x, std::size_t n, float m) {
     for (std::size_t t = 0; t < n; ++t) x[t] = exp_nonpositive(x[t] - m);
     double part[kWidth] = {};
@@ -81,7 +82,9 @@ constexpr float kLowest = -87.3f;  // exp below it is subnormal: 0 instead
     for (; t + kWidth <= n; t += kWidth)
         for (std::size_t j = 0; j < kWidth; ++j) part[j] += x[t + j];
     for (std::size_t j = 0; t < n; ++t, ++j) part[j] += x[t];
-    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    for (std::size_t half = kWidth / 2; half > 0; half /= 2)
+        for (std::size_t j = 0; j < half; ++j) part[j] += part[j + half];
+    return part[0];
 }
 
 #define TQ_SOFTMAX_COPY(NAME, ATTRIBUTE)                                                              \

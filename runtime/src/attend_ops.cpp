@@ -1,16 +1,33 @@
-// TileOps' bodies, compiled for the runtime's own target and, on x86-64, once more per
-// target ISA (the compiler's target attribute; tile_ops.hpp).  No contraction (the
-// runtime builds with -ffp-contract=off) and one rounding per element, so every copy
-// gives the same bits.
-#include "tile_ops.hpp"
+// AttendOps' bodies, compiled for the runtime's own target and, on x86-64, once more per
+// target ISA (the compiler's target attribute; attend_ops.hpp).  No contraction (the
+// runtime builds with -ffp-contract=off) and the same operations per element and the
+// same folds, so every copy gives the same bits.
+#include "attend_ops.hpp"
 
 #include "float8.hpp"
+#include "half_float.hpp"
 #include "isas.hpp"
 
 #include <cstring>
 
 namespace tq::detail {
 namespace {
+
+[[gnu::always_inline]] inline void widen_body(const std::uint16_t* h, std::size_t n, float* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float(h[i]);
+}
+
+[[gnu::always_inline]] inline double dot_body(const float* x, const float* y, std::size_t d) {
+    constexpr std::size_t kSums = 8;
+    double part[kSums] = {};
+    std::size_t i = 0;
+    for (; i + kSums <= d; i += kSums)
+        for (std::size_t j = 0; j < kSums; ++j) part[j] += double(x[i + j]) * y[i + j];
+    for (std::size_t j = 0; i < d; ++i, ++j) part[j] += double(x[i]) * y[i];
+    for (std::size_t half = kSums / 2; half > 0; half /= 2)
+        for (std::size_t j = 0; j < half; ++j) part[j] += part[j + half];
+    return part[0];
+}
 
 // Rows r[0..8) of eight columns each, transposed in place: r[b][a] = old r[a][b].
 // Three rounds of two-register shuffles: pairs of rows interleaved by element, then
@@ -78,7 +95,10 @@ namespace {
     }
 }
 
-#define TQ_TILE_OPS_COPY(NAME, ATTRIBUTE)                                                                     \
+#define TQ_ATTEND_OPS_COPY(NAME, ATTRIBUTE)                                                                   \
+    ATTRIBUTE void NAME##_widen(const std::uint16_t* h, std::size_t n, float* out) { widen_body(h, n, out); }    \
+    ATTRIBUTE double NAME##_dot(const float* x, const float* y, std::size_t d) { return dot_body(x, y, d); }     \
+    ATTRIBUTE void NAME##_scale(float* x, std::size_t n, float s) { scale_body(x, n, s); }                     \
     ATTRIBUTE void NAME##_transpose_affine(const float* rows, std::size_t n, std::size_t d, const float* mul, \
                                            const float* add, float* out, std::size_t ld) {                    \
         transpose_affine_body(rows, n, d, mul, add, out, ld);                                                 \
@@ -86,23 +106,23 @@ namespace {
     ATTRIBUTE void NAME##_shift_rows(float* rows, std::size_t n, std::size_t d, const float* add) {            \
         shift_rows_body(rows, n, d, add);                                                                     \
     }                                                                                                         \
-    ATTRIBUTE void NAME##_scale(float* x, std::size_t n, float s) { scale_body(x, n, s); }                     \
     ATTRIBUTE void NAME##_rescale(float* a, double* e, std::size_t d, double keep) { rescale_body(a, e, d, keep); }
-TQ_TILE_OPS_COPY(baseline, )
-#define TQ_TARGET_COPY(NAME, TARGET) TQ_TILE_OPS_COPY(NAME, [[gnu::target(TARGET)]])
+TQ_ATTEND_OPS_COPY(baseline, )
+#define TQ_TARGET_COPY(NAME, TARGET) TQ_ATTEND_OPS_COPY(NAME, [[gnu::target(TARGET)]])
 TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
 #undef TQ_TARGET_COPY
-#undef TQ_TILE_OPS_COPY
+#undef TQ_ATTEND_OPS_COPY
 
 }  // namespace
 
-TileOps tile_ops_for(const char* isa) {
+AttendOps attend_ops_for(const char* isa) {
 #define TQ_TARGET_COPY(NAME, TARGET) \
-    if (std::strcmp(isa, #NAME) == 0) return {NAME##_transpose_affine, NAME##_shift_rows, NAME##_scale, NAME##_rescale};
+    if (std::strcmp(isa, #NAME) == 0)                                                                            \
+        return {NAME##_widen, NAME##_dot, NAME##_scale, NAME##_transpose_affine, NAME##_shift_rows, NAME##_rescale};
     TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
 #undef TQ_TARGET_COPY
     (void)isa;
-    return {baseline_transpose_affine, baseline_shift_rows, baseline_scale, baseline_rescale};
+    return {baseline_widen, baseline_dot, baseline_scale, baseline_transpose_affine, baseline_shift_rows, baseline_rescale};
 }
 
 }  // namespace tq::detail
