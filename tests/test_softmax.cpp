@@ -3,7 +3,7 @@
 // copies give the same bits.
 #include "softmax.hpp"
 
-#include "isas.hpp"
+#include "runtime_copies.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,16 +16,6 @@ using tq::detail::Softmax;
 using tq::detail::softmax_for;
 
 namespace {
-
-// The ISAs whose copies this CPU runs ("scalar": the runtime's own build).
-std::vector<const char*> runnable_isas() {
-    std::vector<const char*> isas{"scalar"};
-#define TQ_RUNNABLE(NAME, TARGET) \
-    if (tq::isa_cpu::NAME()) isas.push_back(#NAME);
-    TQ_FOR_EACH_TARGET_ISA(TQ_RUNNABLE)
-#undef TQ_RUNNABLE
-    return isas;
-}
 
 void check_exp(const Softmax& softmax) {
     // Relative error budget: the polynomial's 2^-23 on [-ln2/2, ln2/2] (Cephes), plus
@@ -74,14 +64,14 @@ void check_max(const Softmax& softmax) {
 }  // namespace
 
 TEST_CASE("softmax: exp(x - m) within 4 ulp of libm down to exp(-87.3), 0 below, summed in double") {
-    for (const char* isa : runnable_isas()) {
+    for (const char* isa : tq::test::runnable_copies()) {
         CAPTURE(isa);
         check_exp(softmax_for(isa));
     }
 }
 
 TEST_CASE("softmax: the max is the largest element for every length and position") {
-    for (const char* isa : runnable_isas()) {
+    for (const char* isa : tq::test::runnable_copies()) {
         CAPTURE(isa);
         check_max(softmax_for(isa));
     }
