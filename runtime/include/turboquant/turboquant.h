@@ -87,7 +87,8 @@ typedef enum fa_tq_smooth {
  * derived bound of the float score).  INT8 needs key codebooks of at most 32
  * levels (key bits <= 5); a config asking it of more bits is refused.  Batched
  * attention's tiles of 16 query rows or more score positions past the first 256
- * in float over decoded keys either way (docs/kernels.md, "The dense product"). */
+ * (every position, where the tile's first token is past them) in float over
+ * decoded keys either way (docs/kernels.md, "The dense product"). */
 typedef enum fa_tq_score {
     FA_TQ_SCORE_DEFAULT = 0,
     FA_TQ_SCORE_FLOAT = 1,
