@@ -74,7 +74,8 @@ ISAS = (
         target="avx512f,avx512bw,avx512vl,avx512dq,avx2", byte_lanes=64, byte_dot_extension="vnni",
         intrinsics="immintrin.h",
         emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2", "simde/x86/avx512.h")),
-    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, intrinsics="immintrin.h"),
+    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, byte_dot_extension="vnni",
+        intrinsics="immintrin.h"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order
     # are then AVX2's, and 32 registers hold the 16 pairs AVX2 has registers.

@@ -14,6 +14,7 @@
 #include "isa/neon_bytes.hpp"
 #endif
 #if defined(__x86_64__)
+#include "isa/avx2_vnni.hpp"
 #include "isa/avx512_vnni.hpp"
 #endif
 
@@ -158,5 +159,12 @@ TEST_CASE("cross-ISA: AVX-512's integer score runs VNNI exactly where the CPU ha
 #endif
     MESSAGE("vnni: CPU " << cpu_has << ", kernels " << tq::avx512::has_vnni() << ", plain " << plain_byte_dot_set());
     CHECK(tq::avx512::has_vnni() == (TQ_AVX512_VNNI_CODE && cpu_has && !plain_byte_dot_set()));
+}
+
+TEST_CASE("cross-ISA: AVX2's integer score runs AVX-VNNI exactly where the CPU has it, unless TQ_BYTE_DOT is plain") {
+    __builtin_cpu_init();
+    const bool cpu_has = __builtin_cpu_supports("avxvnni");
+    MESSAGE("avx-vnni: CPU " << cpu_has << ", kernels " << tq::avx2::has_vnni() << ", plain " << plain_byte_dot_set());
+    CHECK(tq::avx2::has_vnni() == (TQ_AVX2_VNNI_CODE && cpu_has && !plain_byte_dot_set()));
 }
 #endif

@@ -14,6 +14,83 @@ namespace tq::avx2 {
 
 static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/avx2*.hpp disagree on the lanes");
 
+// Compiled for the vnni extension, called where has_vnni() (isa/avx2_bytes.hpp).
+TQ_AVX2_VNNI_BEGIN
+// out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
+// queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare_vnni, start_sums_vnni and dot_bytes_vnni: isa/avx2_bytes.hpp).
+template <int Q>
+static void tq_score_int_d192_b3__avx2_queries_vnni(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
+    namespace cb0 = tq::codebooks::d192_b3;  // coordinates 0..191
+    static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
+
+    // Byte lane k of register r holds coordinate kLaneCoord[r * 32 + k] (-1: a zero lane):
+    // windows of 8 coordinates whose fields share 8 bytes of each plane (generator/int_layout.py).
+    static constexpr int kLaneCoord[192] = {
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+        32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+        64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
+        96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
+        128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159,
+        160, 161, 162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172, 173, 174, 175, 176, 177, 178, 179, 180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191,
+    };
+    const auto table0 = byte_table(kTable0);
+    alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
+    float qscale[Q];
+    for (int j = 0; j < Q; ++j)
+        qscale[j] = int8::quantize_query<192>(q + j * 192, kLaneCoord, 192, qi[j]) * kStep;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 192);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        {
+            const auto c = prepare_vnni(lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 0, 0, 0, 1>(load_windows<48, 56, 64, 48>(p))))));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 0));
+        }
+        {
+            const auto c = prepare_vnni(lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 2, 2>(load_windows<32, 40, 0, 8>(p)), shl_bytes<2>(field_bytes<1, 1, 1, 2, 2>(load_windows<56, 64, 48, 56>(p))))));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 32));
+        }
+        {
+            const auto c = prepare_vnni(lookup_bytes(table0, or_bytes(field_bytes<3, 2, 2, 2, 2>(load_windows<16, 24, 32, 40>(p)), shl_bytes<2>(field_bytes<1, 2, 3, 3, 3>(load_windows<64, 48, 56, 64>(p))))));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 64));
+        }
+        {
+            const auto c = prepare_vnni(lookup_bytes(table0, or_bytes(field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 4, 4, 4, 5>(load_windows<48, 56, 64, 48>(p))))));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 96));
+        }
+        {
+            const auto c = prepare_vnni(lookup_bytes(table0, or_bytes(field_bytes<3, 4, 4, 6, 6>(load_windows<32, 40, 0, 8>(p)), shl_bytes<2>(field_bytes<1, 5, 5, 6, 6>(load_windows<56, 64, 48, 56>(p))))));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 128));
+        }
+        {
+            const auto c = prepare_vnni(lookup_bytes(table0, or_bytes(field_bytes<3, 6, 6, 6, 6>(load_windows<16, 24, 32, 40>(p)), shl_bytes<2>(field_bytes<1, 6, 7, 7, 7>(load_windows<64, 48, 56, 64>(p))))));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 160));
+        }
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        J sums[Q][kLanes];
+        for (int k = 0; k < kLanes; ++k) {
+            J s[Q];
+            key_sums(codes + (t + k) * 72, s);
+            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+        }
+        const V key_scales = load(scales + t);
+        for (int j = 0; j < Q; ++j)
+            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+    }
+    for (; t < n; ++t) {
+        J s[Q];
+        key_sums(codes + t * 72, s);
+        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+    }
+}
+TQ_AVX2_VNNI_END
+
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
 // once, and every register of its int8 centroids meets all Q queries
@@ -91,6 +168,18 @@ static void tq_score_int_d192_b3__avx2_queries(const float* q, const uint8_t* co
 // out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_int_d192_b3__avx2(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                                 size_t out_stride) {
+    if (has_vnni()) {
+        for (size_t j = 0; j < n_queries;) {
+            switch (n_queries - j) {
+                case 1: tq_score_int_d192_b3__avx2_queries_vnni<1>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
+                case 2: tq_score_int_d192_b3__avx2_queries_vnni<2>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
+                case 3: tq_score_int_d192_b3__avx2_queries_vnni<3>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
+                case 4: case 5: case 6: case 7: tq_score_int_d192_b3__avx2_queries_vnni<4>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+                default: tq_score_int_d192_b3__avx2_queries_vnni<8>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
+            }
+        }
+        return;
+    }
     for (size_t j = 0; j < n_queries;) {
         switch (n_queries - j) {
             case 1: tq_score_int_d192_b3__avx2_queries<1>(q + j * 192, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;

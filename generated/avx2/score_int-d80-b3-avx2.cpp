@@ -14,6 +14,136 @@ namespace tq::avx2 {
 
 static_assert(kLanes == 8 && kByteLanes == 32, "generator/isas.py and isa/avx2*.hpp disagree on the lanes");
 
+// Compiled for the vnni extension, called where has_vnni() (isa/avx2_bytes.hpp).
+TQ_AVX2_VNNI_BEGIN
+// out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
+// queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
+// once, and every register of its int8 centroids meets all Q queries
+// (prepare_vnni, start_sums_vnni and dot_bytes_vnni: isa/avx2_bytes.hpp).
+template <int Q>
+static void tq_score_int_d80_b3__avx2_queries_vnni(const float* q, const uint8_t* codes, const float* scales, size_t n, float* out, size_t out_stride) {
+    namespace cb0 = tq::codebooks::d80_b3;  // coordinates 0..79
+    static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
+    static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
+
+    alignas(64) std::int8_t qi[Q][96];  // the queries as int8, zero-padded
+    float qscale[Q];
+    for (int j = 0; j < Q; ++j)
+        qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[j]) * kStep;
+    for (int j = 0; j < Q; ++j)
+        for (int i = 80; i < 96; ++i) qi[j][i] = 0;
+    J start[Q];  // each key's sums start here
+    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 96);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        prefetch(p, 960);  // the hardware prefetcher alone leaves L3 latency exposed
+        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        // No windows for this layout: the key's int8 centroids gathered one by one.
+        alignas(64) std::int8_t cv[96] = {};
+        cv[0] = kTable0.v[(p[0] & 3) | ((p[20] & 1) << 2)];
+        cv[1] = kTable0.v[(p[1] & 3) | ((p[21] & 1) << 2)];
+        cv[2] = kTable0.v[(p[2] & 3) | ((p[22] & 1) << 2)];
+        cv[3] = kTable0.v[(p[3] & 3) | ((p[23] & 1) << 2)];
+        cv[4] = kTable0.v[(p[4] & 3) | ((p[24] & 1) << 2)];
+        cv[5] = kTable0.v[(p[5] & 3) | ((p[25] & 1) << 2)];
+        cv[6] = kTable0.v[(p[6] & 3) | ((p[26] & 1) << 2)];
+        cv[7] = kTable0.v[(p[7] & 3) | ((p[27] & 1) << 2)];
+        cv[8] = kTable0.v[(p[8] & 3) | ((p[28] & 1) << 2)];
+        cv[9] = kTable0.v[(p[9] & 3) | ((p[29] & 1) << 2)];
+        cv[10] = kTable0.v[(p[10] & 3) | (((p[20] >> 1) & 1) << 2)];
+        cv[11] = kTable0.v[(p[11] & 3) | (((p[21] >> 1) & 1) << 2)];
+        cv[12] = kTable0.v[(p[12] & 3) | (((p[22] >> 1) & 1) << 2)];
+        cv[13] = kTable0.v[(p[13] & 3) | (((p[23] >> 1) & 1) << 2)];
+        cv[14] = kTable0.v[(p[14] & 3) | (((p[24] >> 1) & 1) << 2)];
+        cv[15] = kTable0.v[(p[15] & 3) | (((p[25] >> 1) & 1) << 2)];
+        cv[16] = kTable0.v[(p[16] & 3) | (((p[26] >> 1) & 1) << 2)];
+        cv[17] = kTable0.v[(p[17] & 3) | (((p[27] >> 1) & 1) << 2)];
+        cv[18] = kTable0.v[(p[18] & 3) | (((p[28] >> 1) & 1) << 2)];
+        cv[19] = kTable0.v[(p[19] & 3) | (((p[29] >> 1) & 1) << 2)];
+        cv[20] = kTable0.v[((p[0] >> 2) & 3) | (((p[20] >> 2) & 1) << 2)];
+        cv[21] = kTable0.v[((p[1] >> 2) & 3) | (((p[21] >> 2) & 1) << 2)];
+        cv[22] = kTable0.v[((p[2] >> 2) & 3) | (((p[22] >> 2) & 1) << 2)];
+        cv[23] = kTable0.v[((p[3] >> 2) & 3) | (((p[23] >> 2) & 1) << 2)];
+        cv[24] = kTable0.v[((p[4] >> 2) & 3) | (((p[24] >> 2) & 1) << 2)];
+        cv[25] = kTable0.v[((p[5] >> 2) & 3) | (((p[25] >> 2) & 1) << 2)];
+        cv[26] = kTable0.v[((p[6] >> 2) & 3) | (((p[26] >> 2) & 1) << 2)];
+        cv[27] = kTable0.v[((p[7] >> 2) & 3) | (((p[27] >> 2) & 1) << 2)];
+        cv[28] = kTable0.v[((p[8] >> 2) & 3) | (((p[28] >> 2) & 1) << 2)];
+        cv[29] = kTable0.v[((p[9] >> 2) & 3) | (((p[29] >> 2) & 1) << 2)];
+        cv[30] = kTable0.v[((p[10] >> 2) & 3) | (((p[20] >> 3) & 1) << 2)];
+        cv[31] = kTable0.v[((p[11] >> 2) & 3) | (((p[21] >> 3) & 1) << 2)];
+        cv[32] = kTable0.v[((p[12] >> 2) & 3) | (((p[22] >> 3) & 1) << 2)];
+        cv[33] = kTable0.v[((p[13] >> 2) & 3) | (((p[23] >> 3) & 1) << 2)];
+        cv[34] = kTable0.v[((p[14] >> 2) & 3) | (((p[24] >> 3) & 1) << 2)];
+        cv[35] = kTable0.v[((p[15] >> 2) & 3) | (((p[25] >> 3) & 1) << 2)];
+        cv[36] = kTable0.v[((p[16] >> 2) & 3) | (((p[26] >> 3) & 1) << 2)];
+        cv[37] = kTable0.v[((p[17] >> 2) & 3) | (((p[27] >> 3) & 1) << 2)];
+        cv[38] = kTable0.v[((p[18] >> 2) & 3) | (((p[28] >> 3) & 1) << 2)];
+        cv[39] = kTable0.v[((p[19] >> 2) & 3) | (((p[29] >> 3) & 1) << 2)];
+        cv[40] = kTable0.v[((p[0] >> 4) & 3) | (((p[20] >> 4) & 1) << 2)];
+        cv[41] = kTable0.v[((p[1] >> 4) & 3) | (((p[21] >> 4) & 1) << 2)];
+        cv[42] = kTable0.v[((p[2] >> 4) & 3) | (((p[22] >> 4) & 1) << 2)];
+        cv[43] = kTable0.v[((p[3] >> 4) & 3) | (((p[23] >> 4) & 1) << 2)];
+        cv[44] = kTable0.v[((p[4] >> 4) & 3) | (((p[24] >> 4) & 1) << 2)];
+        cv[45] = kTable0.v[((p[5] >> 4) & 3) | (((p[25] >> 4) & 1) << 2)];
+        cv[46] = kTable0.v[((p[6] >> 4) & 3) | (((p[26] >> 4) & 1) << 2)];
+        cv[47] = kTable0.v[((p[7] >> 4) & 3) | (((p[27] >> 4) & 1) << 2)];
+        cv[48] = kTable0.v[((p[8] >> 4) & 3) | (((p[28] >> 4) & 1) << 2)];
+        cv[49] = kTable0.v[((p[9] >> 4) & 3) | (((p[29] >> 4) & 1) << 2)];
+        cv[50] = kTable0.v[((p[10] >> 4) & 3) | (((p[20] >> 5) & 1) << 2)];
+        cv[51] = kTable0.v[((p[11] >> 4) & 3) | (((p[21] >> 5) & 1) << 2)];
+        cv[52] = kTable0.v[((p[12] >> 4) & 3) | (((p[22] >> 5) & 1) << 2)];
+        cv[53] = kTable0.v[((p[13] >> 4) & 3) | (((p[23] >> 5) & 1) << 2)];
+        cv[54] = kTable0.v[((p[14] >> 4) & 3) | (((p[24] >> 5) & 1) << 2)];
+        cv[55] = kTable0.v[((p[15] >> 4) & 3) | (((p[25] >> 5) & 1) << 2)];
+        cv[56] = kTable0.v[((p[16] >> 4) & 3) | (((p[26] >> 5) & 1) << 2)];
+        cv[57] = kTable0.v[((p[17] >> 4) & 3) | (((p[27] >> 5) & 1) << 2)];
+        cv[58] = kTable0.v[((p[18] >> 4) & 3) | (((p[28] >> 5) & 1) << 2)];
+        cv[59] = kTable0.v[((p[19] >> 4) & 3) | (((p[29] >> 5) & 1) << 2)];
+        cv[60] = kTable0.v[(p[0] >> 6) | (((p[20] >> 6) & 1) << 2)];
+        cv[61] = kTable0.v[(p[1] >> 6) | (((p[21] >> 6) & 1) << 2)];
+        cv[62] = kTable0.v[(p[2] >> 6) | (((p[22] >> 6) & 1) << 2)];
+        cv[63] = kTable0.v[(p[3] >> 6) | (((p[23] >> 6) & 1) << 2)];
+        cv[64] = kTable0.v[(p[4] >> 6) | (((p[24] >> 6) & 1) << 2)];
+        cv[65] = kTable0.v[(p[5] >> 6) | (((p[25] >> 6) & 1) << 2)];
+        cv[66] = kTable0.v[(p[6] >> 6) | (((p[26] >> 6) & 1) << 2)];
+        cv[67] = kTable0.v[(p[7] >> 6) | (((p[27] >> 6) & 1) << 2)];
+        cv[68] = kTable0.v[(p[8] >> 6) | (((p[28] >> 6) & 1) << 2)];
+        cv[69] = kTable0.v[(p[9] >> 6) | (((p[29] >> 6) & 1) << 2)];
+        cv[70] = kTable0.v[(p[10] >> 6) | ((p[20] >> 7) << 2)];
+        cv[71] = kTable0.v[(p[11] >> 6) | ((p[21] >> 7) << 2)];
+        cv[72] = kTable0.v[(p[12] >> 6) | ((p[22] >> 7) << 2)];
+        cv[73] = kTable0.v[(p[13] >> 6) | ((p[23] >> 7) << 2)];
+        cv[74] = kTable0.v[(p[14] >> 6) | ((p[24] >> 7) << 2)];
+        cv[75] = kTable0.v[(p[15] >> 6) | ((p[25] >> 7) << 2)];
+        cv[76] = kTable0.v[(p[16] >> 6) | ((p[26] >> 7) << 2)];
+        cv[77] = kTable0.v[(p[17] >> 6) | ((p[27] >> 7) << 2)];
+        cv[78] = kTable0.v[(p[18] >> 6) | ((p[28] >> 7) << 2)];
+        cv[79] = kTable0.v[(p[19] >> 6) | ((p[29] >> 7) << 2)];
+        for (int r = 0; r < 96; r += kByteLanes) {
+            const auto c = prepare_vnni(load_bytes(cv + r));
+            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + r));
+        }
+    };
+    size_t t = 0;
+    for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
+        J sums[Q][kLanes];
+        for (int k = 0; k < kLanes; ++k) {
+            J s[Q];
+            key_sums(codes + (t + k) * 30, s);
+            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+        }
+        const V key_scales = load(scales + t);
+        for (int j = 0; j < Q; ++j)
+            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+    }
+    for (; t < n; ++t) {
+        J s[Q];
+        key_sums(codes + t * 30, s);
+        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+    }
+}
+TQ_AVX2_VNNI_END
+
 // out[j * out_stride + t] = scales[t] * (s_q,j * step) * sum_i Q_j[i] * T[level_{t,i}] for Q
 // queries, the sum exact in int32 (isa/int8.hpp): each key is unpacked and looked up
 // once, and every register of its int8 centroids meets all Q queries
@@ -144,6 +274,18 @@ static void tq_score_int_d80_b3__avx2_queries(const float* q, const uint8_t* cod
 // out[j * out_stride + t] for queries j < n_queries, in blocks of up to 8 queries per pass over the keys.
 void tq_score_int_d80_b3__avx2(const float* q, size_t n_queries, const uint8_t* codes, const float* scales, size_t n, float* out,
                                size_t out_stride) {
+    if (has_vnni()) {
+        for (size_t j = 0; j < n_queries;) {
+            switch (n_queries - j) {
+                case 1: tq_score_int_d80_b3__avx2_queries_vnni<1>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;
+                case 2: tq_score_int_d80_b3__avx2_queries_vnni<2>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 2; break;
+                case 3: tq_score_int_d80_b3__avx2_queries_vnni<3>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 3; break;
+                case 4: case 5: case 6: case 7: tq_score_int_d80_b3__avx2_queries_vnni<4>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 4; break;
+                default: tq_score_int_d80_b3__avx2_queries_vnni<8>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 8; break;
+            }
+        }
+        return;
+    }
     for (size_t j = 0; j < n_queries;) {
         switch (n_queries - j) {
             case 1: tq_score_int_d80_b3__avx2_queries<1>(q + j * 80, codes, scales, n, out + j * out_stride, out_stride); j += 1; break;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "isa/avx2.hpp"
+#include "isa/avx2_vnni.hpp"
 #include "isa/int8.hpp"
 
 #include <cstdint>
@@ -82,8 +83,32 @@ inline J dot_bytes(J acc, const Centroids& c, B q) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-// Each key's sums start at zero (q: the query's n bytes, which AVX-512's VNNI path reads).
+// Each key's sums start at zero (q: the query's n bytes, which the VNNI path reads).
 inline J start_sums(const std::int8_t*, int) { return _mm256_setzero_si256(); }
+
+// AVX-VNNI's vpdpbusd multiplies unsigned by signed bytes with no int16 pairs to
+// saturate, so its path biases the centroids instead of moving their signs (as
+// avx512_bytes.hpp's): c + 128 in [1, 255] meets q as it is, and each key's sums start
+// at -128 Σ_k q_k.  The same integers, one instruction per register and query instead
+// of three.
+inline B prepare_vnni(B c) { return _mm256_xor_si256(c, _mm256_set1_epi8(static_cast<char>(0x80))); }
+inline J start_sums_vnni(const std::int8_t* q, int n) {
+    return _mm256_setr_epi32(int8::vnni_bias(q, n), 0, 0, 0, 0, 0, 0, 0);
+}
+
+TQ_AVX2_VNNI_BEGIN
+inline J dot_bytes_vnni(J acc, B c, B q) {
+#if TQ_AVX2_VNNI_CODE
+    return _mm256_dpbusd_avx_epi32(acc, c, q);
+#else
+    // Never called (has_vnni() is false), but vpdpbusd's sums all the same:
+    // (c + 128) q = c q + 128 q, the second from vpmaddubsw with ones (the xor of
+    // prepare_vnni takes its own bias back out).
+    const J plain = dot_bytes(acc, prepare(prepare_vnni(c)), q);
+    return _mm256_add_epi32(plain, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(128)));
+#endif
+}
+TQ_AVX2_VNNI_END
 
 inline std::int32_t hsum_ints(J x) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));

@@ -107,11 +107,7 @@ inline J start_sums(const std::int8_t*, int) { return _mm512_setzero_si512(); }
 // (|sum| <= 255 · 127 · n < 2^31), for one instruction per register and query
 // instead of two.
 inline B prepare_vnni(B c) { return _mm512_xor_si512(c, _mm512_set1_epi8(static_cast<char>(0x80))); }
-inline J start_sums_vnni(const std::int8_t* q, int n) {
-    std::int32_t sum = 0;
-    for (int k = 0; k < n; ++k) sum += q[k];
-    return _mm512_maskz_set1_epi32(1, -128 * sum);
-}
+inline J start_sums_vnni(const std::int8_t* q, int n) { return _mm512_maskz_set1_epi32(1, int8::vnni_bias(q, n)); }
 
 TQ_AVX512_VNNI_BEGIN
 inline J dot_bytes_vnni(J acc, B c, B q) {

@@ -49,6 +49,15 @@ static inline bool plain_byte_dot() {
     return yes;
 }
 
+// -128 Σ_k q_k over a query's n bytes: where each key's sums start on the x86 VNNI
+// paths, whose centroids are biased by +128 (avx2_bytes.hpp, avx512_bytes.hpp).
+// Always inlined, as window below.
+[[gnu::always_inline]] inline std::int32_t vnni_bias(const std::int8_t* q, int n) {
+    std::int32_t sum = 0;
+    for (int k = 0; k < n; ++k) sum += q[k];
+    return -128 * sum;
+}
+
 // The 8 bytes at p + O (a window of 8 coordinates' fields, generator/int_layout.py)
 // as an integer, zero for O < 0: the x86 kernels' loads of scattered windows.
 // Always inlined, as quantize_query below: AVX2's and AVX-512's kernels share it.
