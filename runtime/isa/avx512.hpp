@@ -123,8 +123,12 @@ struct Table {
     // Masked loads, not a copy into a zeroed buffer: a 64-byte load of bytes that
     // smaller stores just wrote waits for them to retire (no store forwarding), at
     // the head of encode's level search.
-    explicit Table(const float* t)
-        : data(t), lo(_mm512_maskz_loadu_ps(lanes(L), t)), hi(_mm512_maskz_loadu_ps(lanes(L - 16), t + 16)) {}
+    explicit Table(const float* t) : data(t), lo(_mm512_maskz_loadu_ps(lanes(L), t)), hi(high(t)) {}
+    // Entries 16.. (none below 17 entries: t + 16 would point past the table).
+    static V high(const float* t) {
+        if constexpr (L > 16) return _mm512_maskz_loadu_ps(lanes(L - 16), t + 16);
+        else return _mm512_setzero_ps();
+    }
     // The first n lanes (none for n <= 0, all 16 from 16).
     static constexpr __mmask16 lanes(int n) { return n <= 0 ? 0 : n >= 16 ? 0xFFFF : __mmask16((1u << n) - 1); }
     V lookup(I idx) const {
