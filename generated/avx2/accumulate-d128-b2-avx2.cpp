@@ -44,7 +44,8 @@ static void tq_accumulate_d128_b2__avx2_q1(const float* weights, size_t weight_s
     };
     alignas(64) float ap[128];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 128 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[1][kWeightBlock];
@@ -108,7 +109,8 @@ static void tq_accumulate_d128_b2__avx2_q1(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 128 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
@@ -141,7 +143,8 @@ static void tq_accumulate_d128_b2__avx2_q2(const float* weights, size_t weight_s
     };
     alignas(64) float ap[256];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 128 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[2][kWeightBlock];
@@ -322,7 +325,8 @@ static void tq_accumulate_d128_b2__avx2_q2(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 128 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
@@ -355,7 +359,8 @@ static void tq_accumulate_d128_b2__avx2_q3(const float* weights, size_t weight_s
     };
     alignas(64) float ap[384];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 128 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[3][kWeightBlock];
@@ -668,7 +673,8 @@ static void tq_accumulate_d128_b2__avx2_q3(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 128 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
@@ -701,7 +707,8 @@ static void tq_accumulate_d128_b2__avx2_q4(const float* weights, size_t weight_s
     };
     alignas(64) float ap[512];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 128 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[4][kWeightBlock];
@@ -1086,7 +1093,8 @@ static void tq_accumulate_d128_b2__avx2_q4(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 128 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
@@ -1119,7 +1127,8 @@ static void tq_accumulate_d128_b2__avx2_q8(const float* weights, size_t weight_s
     };
     alignas(64) float ap[1024];  // the accumulators in lane order
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 128; ++i) ap[j * 128 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 128 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[8][kWeightBlock];
@@ -2056,7 +2065,8 @@ static void tq_accumulate_d128_b2__avx2_q8(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 128; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 128 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 128 + r * kLanes));
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.

@@ -60,7 +60,8 @@ static void tq_accumulate_d256_b2__avx2_q1(const float* weights, size_t weight_s
     };
     alignas(64) float ap[256];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 32; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[1][kWeightBlock];
@@ -173,7 +174,8 @@ static void tq_accumulate_d256_b2__avx2_q1(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 32; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
@@ -222,7 +224,8 @@ static void tq_accumulate_d256_b2__avx2_q2(const float* weights, size_t weight_s
     };
     alignas(64) float ap[512];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 32; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[2][kWeightBlock];
@@ -575,7 +578,8 @@ static void tq_accumulate_d256_b2__avx2_q2(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 32; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
@@ -624,7 +628,8 @@ static void tq_accumulate_d256_b2__avx2_q3(const float* weights, size_t weight_s
     };
     alignas(64) float ap[768];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 32; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[3][kWeightBlock];
@@ -1241,7 +1246,8 @@ static void tq_accumulate_d256_b2__avx2_q3(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 32; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
@@ -1290,7 +1296,8 @@ static void tq_accumulate_d256_b2__avx2_q4(const float* weights, size_t weight_s
     };
     alignas(64) float ap[1024];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 32; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[4][kWeightBlock];
@@ -2051,7 +2058,8 @@ static void tq_accumulate_d256_b2__avx2_q4(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 32; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
@@ -2100,7 +2108,8 @@ static void tq_accumulate_d256_b2__avx2_q8(const float* weights, size_t weight_s
     };
     alignas(64) float ap[2048];  // the accumulators in lane order
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 32; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[8][kWeightBlock];
@@ -3965,7 +3974,8 @@ static void tq_accumulate_d256_b2__avx2_q8(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 32; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.

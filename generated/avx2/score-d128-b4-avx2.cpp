@@ -41,7 +41,8 @@ static void tq_score_d128_b4__avx2_queries(const float* q, const uint8_t* codes,
     };
     alignas(64) float qp[Q * 128];  // the queries in lane order
     for (int j = 0; j < Q; ++j)
-        for (int i = 0; i < 128; ++i) qp[j * 128 + i] = q[j * 128 + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(qp + j * 128 + r * kLanes, gather(q + j * 128, kLaneCoord + r * kLanes));
     // One key's sums for the Q queries, still spread over the lanes.
     auto key_sums = [&](const uint8_t* p, V (&sums)[Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed

@@ -49,7 +49,8 @@ static void tq_score_d192_b4__avx2_queries(const float* q, const uint8_t* codes,
     };
     alignas(64) float qp[Q * 192];  // the queries in lane order
     for (int j = 0; j < Q; ++j)
-        for (int i = 0; i < 192; ++i) qp[j * 192 + i] = q[j * 192 + kLaneCoord[i]];
+        for (int r = 0; r < 24; ++r)
+            store(qp + j * 192 + r * kLanes, gather(q + j * 192, kLaneCoord + r * kLanes));
     // One key's sums for the Q queries, still spread over the lanes.
     auto key_sums = [&](const uint8_t* p, V (&sums)[Q]) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed

@@ -44,7 +44,8 @@ static void tq_accumulate_d256_b4__avx512_q1(const float* weights, size_t weight
     };
     alignas(64) float ap[256];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[1][kWeightBlock];
@@ -109,7 +110,8 @@ static void tq_accumulate_d256_b4__avx512_q1(const float* weights, size_t weight
         }
     }
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
@@ -142,7 +144,8 @@ static void tq_accumulate_d256_b4__avx512_q2(const float* weights, size_t weight
     };
     alignas(64) float ap[512];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[2][kWeightBlock];
@@ -293,7 +296,8 @@ static void tq_accumulate_d256_b4__avx512_q2(const float* weights, size_t weight
         }
     }
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
@@ -326,7 +330,8 @@ static void tq_accumulate_d256_b4__avx512_q3(const float* weights, size_t weight
     };
     alignas(64) float ap[768];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[3][kWeightBlock];
@@ -568,7 +573,8 @@ static void tq_accumulate_d256_b4__avx512_q3(const float* weights, size_t weight
         }
     }
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
@@ -601,7 +607,8 @@ static void tq_accumulate_d256_b4__avx512_q4(const float* weights, size_t weight
     };
     alignas(64) float ap[1024];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[4][kWeightBlock];
@@ -902,7 +909,8 @@ static void tq_accumulate_d256_b4__avx512_q4(const float* weights, size_t weight
         }
     }
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
@@ -935,7 +943,8 @@ static void tq_accumulate_d256_b4__avx512_q8(const float* weights, size_t weight
     };
     alignas(64) float ap[2048];  // the accumulators in lane order
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 256; ++i) ap[j * 256 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 16; ++r)
+            store(ap + j * 256 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[8][kWeightBlock];
@@ -1608,7 +1617,8 @@ static void tq_accumulate_d256_b4__avx512_q8(const float* weights, size_t weight
         }
     }
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 256; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 256 + i];
+        for (int r = 0; r < 16; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 256 + r * kLanes));
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.

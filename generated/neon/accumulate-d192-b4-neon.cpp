@@ -52,7 +52,8 @@ static void tq_accumulate_d192_b4__neon_q1(const float* weights, size_t weight_s
     };
     alignas(64) float ap[192];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 192; ++i) ap[j * 192 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 24; ++r)
+            store(ap + j * 192 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[1][kWeightBlock];
@@ -142,7 +143,8 @@ static void tq_accumulate_d192_b4__neon_q1(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
+        for (int r = 0; r < 24; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 192 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
@@ -183,7 +185,8 @@ static void tq_accumulate_d192_b4__neon_q2(const float* weights, size_t weight_s
     };
     alignas(64) float ap[384];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 192; ++i) ap[j * 192 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 24; ++r)
+            store(ap + j * 192 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[2][kWeightBlock];
@@ -450,7 +453,8 @@ static void tq_accumulate_d192_b4__neon_q2(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
+        for (int r = 0; r < 24; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 192 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
@@ -491,7 +495,8 @@ static void tq_accumulate_d192_b4__neon_q3(const float* weights, size_t weight_s
     };
     alignas(64) float ap[576];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 192; ++i) ap[j * 192 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 24; ++r)
+            store(ap + j * 192 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[3][kWeightBlock];
@@ -956,7 +961,8 @@ static void tq_accumulate_d192_b4__neon_q3(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
+        for (int r = 0; r < 24; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 192 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
@@ -997,7 +1003,8 @@ static void tq_accumulate_d192_b4__neon_q4(const float* weights, size_t weight_s
     };
     alignas(64) float ap[768];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 192; ++i) ap[j * 192 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 24; ++r)
+            store(ap + j * 192 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[4][kWeightBlock];
@@ -1570,7 +1577,8 @@ static void tq_accumulate_d192_b4__neon_q4(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
+        for (int r = 0; r < 24; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 192 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
@@ -1611,7 +1619,8 @@ static void tq_accumulate_d192_b4__neon_q8(const float* weights, size_t weight_s
     };
     alignas(64) float ap[1536];  // the accumulators in lane order
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 192; ++i) ap[j * 192 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 24; ++r)
+            store(ap + j * 192 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[8][kWeightBlock];
@@ -3012,7 +3021,8 @@ static void tq_accumulate_d192_b4__neon_q8(const float* weights, size_t weight_s
         }
     }
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 192; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 192 + i];
+        for (int r = 0; r < 24; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 192 + r * kLanes));
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.

@@ -36,7 +36,8 @@ static void tq_accumulate_d64_b4__neon_q1(const float* weights, size_t weight_st
     };
     alignas(64) float ap[64];  // the accumulators in lane order
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 64; ++i) ap[j * 64 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 8; ++r)
+            store(ap + j * 64 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[1][kWeightBlock];
@@ -76,7 +77,8 @@ static void tq_accumulate_d64_b4__neon_q1(const float* weights, size_t weight_st
         }
     }
     for (int j = 0; j < 1; ++j)
-        for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
+        for (int r = 0; r < 8; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 64 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 2 queries j over n packed
@@ -101,7 +103,8 @@ static void tq_accumulate_d64_b4__neon_q2(const float* weights, size_t weight_st
     };
     alignas(64) float ap[128];  // the accumulators in lane order
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 64; ++i) ap[j * 64 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 8; ++r)
+            store(ap + j * 64 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[2][kWeightBlock];
@@ -196,7 +199,8 @@ static void tq_accumulate_d64_b4__neon_q2(const float* weights, size_t weight_st
         }
     }
     for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
+        for (int r = 0; r < 8; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 64 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 3 queries j over n packed
@@ -221,7 +225,8 @@ static void tq_accumulate_d64_b4__neon_q3(const float* weights, size_t weight_st
     };
     alignas(64) float ap[192];  // the accumulators in lane order
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 64; ++i) ap[j * 64 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 8; ++r)
+            store(ap + j * 64 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[3][kWeightBlock];
@@ -382,7 +387,8 @@ static void tq_accumulate_d64_b4__neon_q3(const float* weights, size_t weight_st
         }
     }
     for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
+        for (int r = 0; r < 8; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 64 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 4 queries j over n packed
@@ -407,7 +413,8 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
     };
     alignas(64) float ap[256];  // the accumulators in lane order
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 64; ++i) ap[j * 64 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 8; ++r)
+            store(ap + j * 64 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[4][kWeightBlock];
@@ -604,7 +611,8 @@ static void tq_accumulate_d64_b4__neon_q4(const float* weights, size_t weight_st
         }
     }
     for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
+        for (int r = 0; r < 8; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 64 + r * kLanes));
 }
 
 // acc_j[i] += sum_t weights_j[t] * scales[t] * c[level_{t,i}] for 8 queries j over n packed
@@ -629,7 +637,8 @@ static void tq_accumulate_d64_b4__neon_q8(const float* weights, size_t weight_st
     };
     alignas(64) float ap[512];  // the accumulators in lane order
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 64; ++i) ap[j * 64 + i] = acc[j * acc_stride + kLaneCoord[i]];
+        for (int r = 0; r < 8; ++r)
+            store(ap + j * 64 + r * kLanes, gather(acc + j * acc_stride, kLaneCoord + r * kLanes));
     for (size_t t0 = 0; t0 < n; t0 += kWeightBlock) {
         const size_t nb = n - t0 < kWeightBlock ? n - t0 : kWeightBlock;
         alignas(64) float wts[8][kWeightBlock];
@@ -1102,7 +1111,8 @@ static void tq_accumulate_d64_b4__neon_q8(const float* weights, size_t weight_st
         }
     }
     for (int j = 0; j < 8; ++j)
-        for (int i = 0; i < 64; ++i) acc[j * acc_stride + kLaneCoord[i]] = ap[j * 64 + i];
+        for (int r = 0; r < 8; ++r)
+            scatter(acc + j * acc_stride, kLaneCoord + r * kLanes, load(ap + j * 64 + r * kLanes));
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 8 queries sharing each unpacked value.

@@ -57,7 +57,8 @@ static void tq_score_d256_b2__neon_queries(const float* q, const uint8_t* codes,
     };
     alignas(64) float qp[Q * 256];  // the queries in lane order
     for (int j = 0; j < Q; ++j)
-        for (int i = 0; i < 256; ++i) qp[j * 256 + i] = q[j * 256 + kLaneCoord[i]];
+        for (int r = 0; r < 32; ++r)
+            store(qp + j * 256 + r * kLanes, gather(q + j * 256, kLaneCoord + r * kLanes));
     // One key's sums for the Q queries, still spread over the lanes.
     auto key_sums = [&](const uint8_t* p, V (&sums)[Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed

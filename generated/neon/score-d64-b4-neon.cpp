@@ -33,7 +33,8 @@ static void tq_score_d64_b4__neon_queries(const float* q, const uint8_t* codes, 
     };
     alignas(64) float qp[Q * 64];  // the queries in lane order
     for (int j = 0; j < Q; ++j)
-        for (int i = 0; i < 64; ++i) qp[j * 64 + i] = q[j * 64 + kLaneCoord[i]];
+        for (int r = 0; r < 8; ++r)
+            store(qp + j * 64 + r * kLanes, gather(q + j * 64, kLaneCoord + r * kLanes));
     // One key's sums for the Q queries, still spread over the lanes.
     auto key_sums = [&](const uint8_t* p, V (&sums)[Q]) {
         prefetch(p, 1024);  // the hardware prefetcher alone leaves L3 latency exposed

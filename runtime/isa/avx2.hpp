@@ -16,6 +16,17 @@ using I = __m256i;  // 8 int32 levels
 
 inline V load(const float* p) { return _mm256_loadu_ps(p); }
 inline void store(float* p, V x) { _mm256_storeu_ps(p, x); }
+// Lane w = base[idx[w]]: a permutation into the kernels' lane order (kLaneCoord), once
+// per call, one gather per register instead of a scalar move per coordinate.
+inline V gather(const float* base, const int* idx) {
+    return _mm256_i32gather_ps(base, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)), 4);
+}
+// base[idx[w]] = lane w: gather's inverse (AVX2 has no scatter: through memory).
+inline void scatter(float* base, const int* idx, V x) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, x);
+    for (int w = 0; w < 8; ++w) base[idx[w]] = lanes[w];
+}
 inline V zero() { return _mm256_setzero_ps(); }
 inline V set1(float x) { return _mm256_set1_ps(x); }
 inline V add(V a, V b) { return _mm256_add_ps(a, b); }

@@ -28,6 +28,13 @@ using I = __m512i;  // 16 int32 levels
 
 inline V load(const float* p) { return _mm512_loadu_ps(p); }
 inline void store(float* p, V x) { _mm512_storeu_ps(p, x); }
+// Lane w = base[idx[w]]: a permutation into the kernels' lane order (kLaneCoord), once
+// per call, one gather per register instead of a scalar move per coordinate.
+inline V gather(const float* base, const int* idx) {
+    return _mm512_i32gather_ps(_mm512_loadu_si512(idx), base, 4);
+}
+// base[idx[w]] = lane w: gather's inverse.
+inline void scatter(float* base, const int* idx, V x) { _mm512_i32scatter_ps(base, _mm512_loadu_si512(idx), x, 4); }
 inline V zero() { return _mm512_setzero_ps(); }
 inline V set1(float x) { return _mm512_set1_ps(x); }
 inline V add(V a, V b) { return _mm512_add_ps(a, b); }

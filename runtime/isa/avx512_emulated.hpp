@@ -56,6 +56,14 @@ inline simde__m512 i32gather_ps(simde__m512i index, const void* base, int scale)
     return simde_mm512_load_ps(r);
 }
 
+inline void i32scatter_ps(void* base, simde__m512i index, simde__m512 x, int scale) {  // lanes in order
+    alignas(64) std::int32_t k[16];
+    alignas(64) float v[16];
+    simde_mm512_store_si512(k, index);
+    simde_mm512_store_ps(v, x);
+    for (int i = 0; i < 16; ++i) *reinterpret_cast<float*>(static_cast<char*>(base) + std::intptr_t(k[i]) * scale) = v[i];
+}
+
 inline std::int32_t reduce_add_epi32(simde__m512i x) {
     alignas(64) std::int32_t a[16];
     simde_mm512_store_si512(a, x);
@@ -92,6 +100,8 @@ inline simde__m512 cvtepi32_ps(simde__m512i x) {  // round to nearest even, as M
 #define _mm512_cvtepu8_epi32(x) tq::avx512_emulated::cvtepu8_epi32(x)
 #undef _mm512_i32gather_ps
 #define _mm512_i32gather_ps(index, base, scale) tq::avx512_emulated::i32gather_ps(index, base, scale)
+#undef _mm512_i32scatter_ps
+#define _mm512_i32scatter_ps(base, index, x, scale) tq::avx512_emulated::i32scatter_ps(base, index, x, scale)
 #undef _mm512_reduce_add_epi32
 #define _mm512_reduce_add_epi32(x) tq::avx512_emulated::reduce_add_epi32(x)
 #undef _mm512_cvtepi32_ps

@@ -28,6 +28,18 @@ inline void store(float* p, V x) {
     vst1q_f32(p, x.lo);
     vst1q_f32(p + 4, x.hi);
 }
+// Lane w = base[idx[w]]: a permutation into the kernels' lane order (kLaneCoord).
+inline V gather(const float* base, const int* idx) {
+    alignas(16) float lanes[8];
+    for (int w = 0; w < 8; ++w) lanes[w] = base[idx[w]];
+    return load(lanes);
+}
+// base[idx[w]] = lane w: gather's inverse.
+inline void scatter(float* base, const int* idx, V x) {
+    alignas(16) float lanes[8];
+    store(lanes, x);
+    for (int w = 0; w < 8; ++w) base[idx[w]] = lanes[w];
+}
 inline V zero() { return {vdupq_n_f32(0), vdupq_n_f32(0)}; }
 inline V set1(float x) { return {vdupq_n_f32(x), vdupq_n_f32(x)}; }
 inline V add(V a, V b) { return {vaddq_f32(a.lo, b.lo), vaddq_f32(a.hi, b.hi)}; }
