@@ -79,9 +79,9 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
     REQUIRE(none);
     REQUIRE(integer);
     const Case cases[] = {
-        {4, 4, 1024, false, 0, 0, 600},   // a prompt: 5 tiles of 128 tokens (one head per KV head), spans of 256
-        {6, 2, 1024, false, 0, 0, 600},   // tiles of 42 tokens (3 heads per KV head) that straddle spans
-        {64, 64, 512, false, 0, 0, 400},  // 64 KV heads: 2 tile tasks per head, each running 2 of the 4 tiles
+        {4, 4, 1024, false, 0, 0, 600},   // a prompt: 3 tiles of 256 tokens (one head per KV head), spans of 256
+        {6, 2, 1024, false, 0, 0, 600},   // tiles of 85 tokens (3 heads per KV head) that straddle spans
+        {128, 128, 512, false, 0, 0, 300},  // 128 KV heads: 1 tile task per head, running both tiles
         {8, 2, 1024, false, 37, 37, 17},  // after 37 decode steps
         {4, 1, 1024, false, 50, 20, 33},  // rewrites positions 20..52 of 50
         {6, 3, 64, true, 10, 10, 40},     // a ring that does not wrap

@@ -282,7 +282,7 @@ struct DecodeJob {
 // decodes each block of slots past the first span once and multiplies densely
 // (dense_scores, dense_values).
 struct PrefillJob {
-    static constexpr std::size_t kTileRows = 128;
+    static constexpr std::size_t kTileRows = 256;
     static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
     static constexpr std::size_t kMaxTasks = 128;
     static constexpr std::size_t kDenseRows = 16;  // tiles of at least this many rows decode their spans
