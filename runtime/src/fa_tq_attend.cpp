@@ -18,13 +18,13 @@
 // dense products (docs/kernels.md, "The dense product").
 #include "fa_tq_attend.hpp"
 
+#include "attend_ops.hpp"
 #include "fa_tq_blocks.hpp"
 #include "fa_tq_chunks.hpp"
 #include "half_float.hpp"
 #include "last_error.hpp"
 #include "norms.hpp"
 #include "softmax.hpp"
-#include "attend_ops.hpp"
 
 #include <algorithm>
 #include <cmath>

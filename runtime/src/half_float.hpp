@@ -39,9 +39,4 @@ inline float half_to_float(std::uint16_t h) {
     return std::bit_cast<float>((small & is_small) | (normal & ~is_small) | sign);
 }
 
-// out[i] = half_to_float(h[i]) for i < n: a plain loop, which the compiler vectorizes.
-inline void widen_halves(const std::uint16_t* h, int n, float* out) {
-    for (int i = 0; i < n; ++i) out[i] = half_to_float(h[i]);
-}
-
 }  // namespace tq::detail
