@@ -69,7 +69,7 @@ TEST_CASE("attend ops: dot within its summation bound, the same bits in every co
     }
 }
 
-TEST_CASE("attend ops: transpose_affine, shift_rows, scale and rescale as plain loops") {
+TEST_CASE("attend ops: transpose, affine_rows, scale and rescale as plain loops") {
     for (const char* isa : tq::test::runnable_copies()) {
         CAPTURE(isa);
         const AttendOps ops = attend_ops_for(isa);
@@ -80,21 +80,27 @@ TEST_CASE("attend ops: transpose_affine, shift_rows, scale and rescale as plain 
                 const std::size_t ld = (n + 15) / 16 * 16;
                 const std::vector<float> rows = values(n * d, 2.0f, 3), mul = values(d, 1.5f, 4), add = values(d, 0.5f, 5);
                 std::vector<float> out(d * ld, -1.0f);
-                ops.transpose_affine(rows.data(), n, d, mul.data(), add.data(), out.data(), ld);
+                ops.transpose(rows.data(), n, d, out.data(), ld);
                 bool equal = true;
                 for (std::size_t i = 0; i < d; ++i)
-                    for (std::size_t u = 0; u < ld; ++u) {
-                        const float product = rows[u < n ? u * d + i : 0] * mul[i];
-                        equal = equal && out[i * ld + u] == (u < n ? product + add[i] : 0.0f);
-                    }
+                    for (std::size_t u = 0; u < ld; ++u) equal = equal && out[i * ld + u] == (u < n ? rows[u * d + i] : 0.0f);
                 CHECK(equal);
 
-                std::vector<float> shifted = rows;
-                ops.shift_rows(shifted.data(), n, d, add.data());
-                equal = true;
-                for (std::size_t u = 0; u < n; ++u)
-                    for (std::size_t i = 0; i < d; ++i) equal = equal && shifted[u * d + i] == rows[u * d + i] + add[i];
-                CHECK(equal);
+                // Each of the four combinations of a null or given mul and add.
+                for (const float* m : {mul.data(), static_cast<const float*>(nullptr)})
+                    for (const float* a : {add.data(), static_cast<const float*>(nullptr)}) {
+                        std::vector<float> mapped = rows;
+                        ops.affine_rows(mapped.data(), n, d, m, a);
+                        equal = true;
+                        for (std::size_t u = 0; u < n; ++u)
+                            for (std::size_t i = 0; i < d; ++i) {
+                                float want = rows[u * d + i];
+                                if (m) want = want * m[i];
+                                if (a) want = want + a[i];
+                                equal = equal && mapped[u * d + i] == want;
+                            }
+                        CHECK(equal);
+                    }
             }
         for (std::size_t n : {1, 5, 16, 257}) {
             const std::vector<float> x = values(n, 4.0f, 6);

@@ -57,8 +57,8 @@ namespace {
     for (int b = 0; b < 8; ++b) r[b] = s[b];
 }
 
-[[gnu::always_inline]] inline void transpose_affine_body(const float* rows, std::size_t n, std::size_t d,
-                                                         const float* mul, const float* add, float* out, std::size_t ld) {
+[[gnu::always_inline]] inline void transpose_body(const float* rows, std::size_t n, std::size_t d, float* out,
+                                                  std::size_t ld) {
     const std::size_t n8 = n / 8 * 8, d8 = d / 8 * 8;
     for (std::size_t u0 = 0; u0 < n8; u0 += 8)
         for (std::size_t i0 = 0; i0 < d8; i0 += 8) {
@@ -67,21 +67,27 @@ namespace {
             for (int a = 0; a < 8; ++a) load8(r[a], rows + (u0 + a) * d + i0);
             transpose8(r);
 #pragma GCC unroll 8
-            for (int b = 0; b < 8; ++b) {
-                const F8 x = r[b] * mul[i0 + b] + add[i0 + b];
-                std::memcpy(out + (i0 + b) * ld + u0, &x, sizeof x);
-            }
+            for (int b = 0; b < 8; ++b) std::memcpy(out + (i0 + b) * ld + u0, &r[b], sizeof r[b]);
         }
     for (std::size_t i = 0; i < d; ++i) {
         const std::size_t u_begin = i < d8 ? n8 : 0;  // the columns past d8: every row
-        for (std::size_t u = u_begin; u < n; ++u) out[i * ld + u] = rows[u * d + i] * mul[i] + add[i];
+        for (std::size_t u = u_begin; u < n; ++u) out[i * ld + u] = rows[u * d + i];
         for (std::size_t u = n; u < ld; ++u) out[i * ld + u] = 0.0f;
     }
 }
 
-[[gnu::always_inline]] inline void shift_rows_body(float* rows, std::size_t n, std::size_t d, const float* add) {
-    for (std::size_t u = 0; u < n; ++u)
-        for (std::size_t i = 0; i < d; ++i) rows[u * d + i] += add[i];
+[[gnu::always_inline]] inline void affine_rows_body(float* rows, std::size_t n, std::size_t d, const float* mul,
+                                                    const float* add) {
+    auto each = [&](auto f) {
+        for (std::size_t u = 0; u < n; ++u)
+            for (std::size_t i = 0; i < d; ++i) rows[u * d + i] = f(rows[u * d + i], i);
+    };
+    if (mul && add)
+        each([&](float x, std::size_t i) { return x * mul[i] + add[i]; });
+    else if (mul)
+        each([&](float x, std::size_t i) { return x * mul[i]; });
+    else if (add)
+        each([&](float x, std::size_t i) { return x + add[i]; });
 }
 
 [[gnu::always_inline]] inline void scale_body(float* x, std::size_t n, float s) {
@@ -99,12 +105,12 @@ namespace {
     ATTRIBUTE void NAME##_widen(const std::uint16_t* h, std::size_t n, float* out) { widen_body(h, n, out); }    \
     ATTRIBUTE double NAME##_dot(const float* x, const float* y, std::size_t d) { return dot_body(x, y, d); }     \
     ATTRIBUTE void NAME##_scale(float* x, std::size_t n, float s) { scale_body(x, n, s); }                     \
-    ATTRIBUTE void NAME##_transpose_affine(const float* rows, std::size_t n, std::size_t d, const float* mul, \
-                                           const float* add, float* out, std::size_t ld) {                    \
-        transpose_affine_body(rows, n, d, mul, add, out, ld);                                                 \
+    ATTRIBUTE void NAME##_transpose(const float* rows, std::size_t n, std::size_t d, float* out, std::size_t ld) { \
+        transpose_body(rows, n, d, out, ld);                                                                  \
     }                                                                                                         \
-    ATTRIBUTE void NAME##_shift_rows(float* rows, std::size_t n, std::size_t d, const float* add) {            \
-        shift_rows_body(rows, n, d, add);                                                                     \
+    ATTRIBUTE void NAME##_affine_rows(float* rows, std::size_t n, std::size_t d, const float* mul,             \
+                                      const float* add) {                                                     \
+        affine_rows_body(rows, n, d, mul, add);                                                               \
     }                                                                                                         \
     ATTRIBUTE void NAME##_rescale(float* a, double* e, std::size_t d, double keep) { rescale_body(a, e, d, keep); }
 TQ_ATTEND_OPS_COPY(baseline, )
@@ -118,11 +124,11 @@ TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
 AttendOps attend_ops_for(const char* isa) {
 #define TQ_TARGET_COPY(NAME, TARGET) \
     if (std::strcmp(isa, #NAME) == 0)                                                                            \
-        return {NAME##_widen, NAME##_dot, NAME##_scale, NAME##_transpose_affine, NAME##_shift_rows, NAME##_rescale};
+        return {NAME##_widen, NAME##_dot, NAME##_scale, NAME##_transpose, NAME##_affine_rows, NAME##_rescale};
     TQ_FOR_EACH_TARGET_ISA(TQ_TARGET_COPY)
 #undef TQ_TARGET_COPY
     (void)isa;
-    return {baseline_widen, baseline_dot, baseline_scale, baseline_transpose_affine, baseline_shift_rows, baseline_rescale};
+    return {baseline_widen, baseline_dot, baseline_scale, baseline_transpose, baseline_affine_rows, baseline_rescale};
 }
 
 }  // namespace tq::detail

@@ -1,7 +1,7 @@
 // The attention's bookkeeping loops, vectorized per ISA: the levers' half-float records
 // and scales widened, the queries' dot products with means and sinks, the softmax
-// weights normalized, and for the batch's dense tiles the decoded keys transposed (the
-// block's smoothing scales and mean applied on the way), the values' mean added and a
+// weights normalized, and for the batch's dense tiles the levers applied to the decoded
+// keys and values (a block's smoothing scales and means), the keys transposed and a
 // row's running output rescaled at a new span.  Plain C++ (GCC/clang vector extensions
 // for the transpose) that attend_ops.cpp compiles once per ISA, as softmax.cpp.
 #pragma once
@@ -19,13 +19,12 @@ struct AttendOps {
     double (*dot)(const float* x, const float* y, std::size_t d);
     // x[t] *= s for t < n.
     void (*scale)(float* x, std::size_t n, float s);
-    // out[i * ld + u] = rows[u * d + i] * mul[i] + add[i] for u < n and i < d (two
-    // roundings), and out[i * ld + u] = 0 for n <= u < ld (the product reads whole
-    // registers).  rows: [n][d].
-    void (*transpose_affine)(const float* rows, std::size_t n, std::size_t d, const float* mul, const float* add,
-                             float* out, std::size_t ld);
-    // rows[u * d + i] += add[i] for u < n, i < d.
-    void (*shift_rows)(float* rows, std::size_t n, std::size_t d, const float* add);
+    // out[i * ld + u] = rows[u * d + i] for u < n and i < d, and out[i * ld + u] = 0 for
+    // n <= u < ld (the product reads whole registers).  rows: [n][d].
+    void (*transpose)(const float* rows, std::size_t n, std::size_t d, float* out, std::size_t ld);
+    // rows[u * d + i] = rows[u * d + i] * mul[i] + add[i] for u < n, i < d (two roundings;
+    // a null mul or add: that step left out).
+    void (*affine_rows)(float* rows, std::size_t n, std::size_t d, const float* mul, const float* add);
     // a[j] = float(keep * a[j]) and e[j] *= keep for j < d, in double.
     void (*rescale)(float* a, double* e, std::size_t d, double keep);
 };

@@ -280,7 +280,7 @@ struct DecodeJob {
 // weights are exp(s - m) / total and the row's output so far is scaled by
 // old_sum exp(old_max - m) / total, both at most 1.  A tile of kDenseRows rows or more
 // decodes each block of slots past the first span once and multiplies densely
-// (dense_scores, dense_values).
+// (DenseRun), the levers applied to the decoded keys and values.
 struct PrefillJob {
     static constexpr std::size_t kTileRows = 256;
     static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
@@ -320,45 +320,64 @@ struct PrefillJob {
                      decoded + t * 2 * dense_block(d) * std::size_t(d));
     }
 
-    // A dense tile's scores of m rows (rows: [m][d], original domain, scaled) over count
-    // keys from stream slot `first` (scales[t]), into sc[r * kSpan + t]: per block of
-    // slots, the keys decoded, mapped back to the keys (k = sigma * k' + mu: the piece's
-    // smoothing scales and mean, each d floats), transposed (padded with zeros to a
-    // multiple of 16) and multiplied.  dec: 2 * dense_block(d) * d floats.
-    void dense_scores(const float* rows, std::size_t m, std::size_t first, const float* scales, std::size_t count,
-                      const float* sigma, const float* mu, float* sc, float* dec) const {
-        const tq_kernels& kern = *at.state->kernels;
-        const fa_tq_stream& ks = at.lay.keys;
+    // A dense span's keys (or values) of consecutive slots, decoded into a tile's buffer
+    // across the span's pieces (each with its own levers) and multiplied a block of up to
+    // dense_block(d) slots at a time: when the block is full, where the next piece's slots
+    // do not follow on, and at the span's end.  Keys: the scores of m query rows (rows:
+    // [m][d], original domain, scaled), slot t of row r to out[r * kSpan + t - c0].
+    // Values: acc row r (out + r * d) += the sum over the slots t of rows[r * kSpan + t - c0]
+    // (the weights) times the value.
+    struct DenseRun {
+        const float* rows;
+        std::size_t m, c0;
+        float* out;
+        float* dec;                 // 2 * dense_block(d) * d floats: the block, then the keys transposed
+        std::size_t stream;         // the KV head's first stream slot
+        const float* scales;        // the KV head's, per slot
+        std::size_t first = 0, count = 0;  // slots [first, first + count) decoded, not yet multiplied
+    };
+
+    // Decodes slots [s0, s1) of one piece of stream s into run's block, mapped back by the
+    // piece's levers (x = mul * x' + add; mul or add null where the piece has none), and
+    // multiplies the block (flush) when it is full or where these slots do not follow on.
+    template <class Flush>
+    void decode_into(DenseRun& run, const tq_bit_kernels& kern, const fa_tq_stream& s, std::size_t s0, std::size_t s1,
+                     const float* mul, const float* add, Flush flush) const {
         const std::size_t block = dense_block(d), dim = std::size_t(d);
-        float* keys = dec;                      // [nb][d]
-        float* transposed = dec + block * dim;  // [d][padded]
-        for (std::size_t t0 = 0; t0 < count; t0 += block) {
-            const std::size_t nb = std::min(block, count - t0), padded = (nb + 15) / 16 * 16;
-            for (std::size_t u = 0; u < nb; ++u)
-                kern.key->decode(at.state->signs.data(), &ks.codes[(first + t0 + u) * ks.code_bytes], scales[t0 + u],
-                                 keys + u * dim);
-            at.ops.transpose_affine(keys, nb, dim, sigma, mu, transposed, padded);
-            kern.product(m, nb, dim, rows, dim, transposed, padded, sc + t0, kSpan, 0);
+        if (run.count > 0 && run.first + run.count != s0) flush(run);
+        while (s0 < s1) {
+            if (run.count == 0) run.first = s0;
+            const std::size_t take = std::min(s1 - s0, block - run.count);
+            float* x = run.dec + run.count * dim;
+            for (std::size_t u = 0; u < take; ++u)
+                kern.decode(at.state->signs.data(), &s.codes[(run.stream + s0 + u) * s.code_bytes], run.scales[s0 + u],
+                            x + u * dim);
+            if (mul || add) at.ops.affine_rows(x, take, dim, mul, add);
+            run.count += take;
+            s0 += take;
+            if (run.count == block) flush(run);
         }
     }
 
-    // A dense tile's acc_rows[r] += sum_t w[r * kSpan + t] v_t for m rows over count values
-    // from stream slot `first` (scales[t]), decoded to the original domain per block of slots
-    // (rows of d floats, which the product reads whole: every head dim is a multiple of 16),
-    // plus the block's mean where it has one (mean: d floats, or null).
-    void dense_values(const float* w, std::size_t m, std::size_t first, const float* scales, std::size_t count,
-                      const float* mean, float* acc_rows, float* dec) const {
-        const tq_kernels& kern = *at.state->kernels;
-        const fa_tq_stream& vs = at.lay.values;
-        const std::size_t block = dense_block(d), dim = std::size_t(d);
-        for (std::size_t t0 = 0; t0 < count; t0 += block) {
-            const std::size_t nb = std::min(block, count - t0);
-            for (std::size_t u = 0; u < nb; ++u)
-                kern.value->decode(at.state->signs.data(), &vs.codes[(first + t0 + u) * vs.code_bytes], scales[t0 + u],
-                                   dec + u * dim);
-            if (mean) at.ops.shift_rows(dec, nb, dim, mean);
-            kern.product(m, dim, nb, w + t0, kSpan, dec, dim, acc_rows, dim, 1);
-        }
+    // The pending keys' scores: transposed (padded with zeros to a multiple of 16) and multiplied.
+    void flush_keys(DenseRun& run) const {
+        if (run.count == 0) return;
+        const std::size_t dim = std::size_t(d), padded = (run.count + 15) / 16 * 16;
+        float* transposed = run.dec + dense_block(d) * dim;
+        at.ops.transpose(run.dec, run.count, dim, transposed, padded);
+        at.state->kernels->product(run.m, run.count, dim, run.rows, dim, transposed, padded, run.out + (run.first - run.c0),
+                                   kSpan, 0);
+        run.count = 0;
+    }
+
+    // The pending values' weighted sums, added to the acc rows (the product reads each value
+    // row whole: every head dim is a multiple of 16).
+    void flush_values(DenseRun& run) const {
+        if (run.count == 0) return;
+        const std::size_t dim = std::size_t(d);
+        at.state->kernels->product(run.m, dim, run.count, run.rows + (run.first - run.c0), kSpan, run.dec, dim, run.out,
+                                   dim, 1);
+        run.count = 0;
     }
 
     void run_tile(int g, std::size_t tile, float* sc, float* qs, float* dec) const {
@@ -370,7 +389,7 @@ struct PrefillJob {
         const std::size_t sbase = at.cache->stream_index(g), hd = std::size_t(g) * d;
         const float* kscale = key_scales + g * n;
         const float* vscale = value_scales + g * n;
-        float* smooth = qs + rows * d;  // the block's smoothing scales, then its mean, widened
+        float* smooth = qs + rows * d;  // a block's smoothing scales, then its mean, widened
         float* mean = smooth + d;
         // A dense tile runs its first span with the fused kernels all the same where a row
         // may see no more: such a row gets the single calls' bits (the batch's outputs do
@@ -407,6 +426,7 @@ struct PrefillJob {
             const int first = std::max(i0, int(long(c0) - pos));
             const std::size_t r0 = std::size_t(first - i0) * group, active = rows - r0;
             const auto runs = at.candidates(c0, c1);
+            DenseRun dense_keys{qs + r0 * d, active, c0, sc + r0 * kSpan, dec, sbase, kscale};
             std::size_t s0, s1;
             auto span = [&](const Piece& pc) {
                 s0 = std::max(pc.slot_begin, c0);
@@ -428,16 +448,10 @@ struct PrefillJob {
                     const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
                     if (dense_span) {  // the scaled queries once; sigma and mu go with the decoded keys
                         prepare(nullptr, false);
-                        if (stored.smooth)
-                            at.ops.widen(stored.smooth + hd, std::size_t(d), smooth);
-                        else
-                            std::fill(smooth, smooth + d, 1.0f);
-                        if (stored.mean)
-                            at.ops.widen(stored.mean + hd, std::size_t(d), mean);
-                        else
-                            std::fill(mean, mean + d, 0.0f);
-                        dense_scores(qs + r0 * d, active, sbase + s0, kscale + s0, s1 - s0, smooth, mean,
-                                     s + r0 * kSpan, dec);
+                        if (stored.smooth) at.ops.widen(stored.smooth + hd, std::size_t(d), smooth);
+                        if (stored.mean) at.ops.widen(stored.mean + hd, std::size_t(d), mean);
+                        decode_into(dense_keys, *kern.key, ks, s0, s1, stored.smooth ? smooth : nullptr,
+                                    stored.mean ? mean : nullptr, [this](DenseRun& run) { flush_keys(run); });
                         continue;
                     }
                     const float* queries = q_rot + base * d;
@@ -455,6 +469,7 @@ struct PrefillJob {
                         }
                     }
                 }
+            flush_keys(dense_keys);
             // Each row's softmax over the slots its token sees, folded into its running state.
             for (std::size_t r = r0; r < rows; ++r) {
                 const int i = i0 + int(r / group);
@@ -478,6 +493,7 @@ struct PrefillJob {
                 run = {m, total};
             }
             // The values, each unpacked once per query block of the active rows.
+            DenseRun dense_values{sc + r0 * kSpan, active, c0, acc + (base + r0) * d, dec, sbase, vscale};
             for (auto [b, e] : runs)
                 for (std::size_t ip = b; ip < e; ++ip) {
                     const Piece& pc = at.pieces[ip];
@@ -496,8 +512,8 @@ struct PrefillJob {
                     const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean;
                     if (stored) at.ops.widen(stored + hd, std::size_t(d), mean);
                     if (dense_span) {  // the mean added to the decoded values
-                        dense_values(w + r0 * kSpan, active, sbase + s0, vscale + s0, s1 - s0, stored ? mean : nullptr,
-                                     acc + (base + r0) * d, dec);
+                        decode_into(dense_values, *kern.value, vs, s0, s1, nullptr, stored ? mean : nullptr,
+                                    [this](DenseRun& run) { flush_values(run); });
                         continue;
                     }
                     kern.value->accumulate(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
@@ -511,6 +527,7 @@ struct PrefillJob {
                         }
                     }
                 }
+            flush_values(dense_values);
             if (dense && c0 == 0 && !dense_from_start)  // every row saw the first span: its acc to the original domain
                 for (std::size_t r = 0; r < rows; ++r)
                     kern.unrotate(at.state->signs.data(), acc + (base + r) * d, acc + (base + r) * d);
