@@ -107,10 +107,10 @@ extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cach
         // see: those attend token by token, into scratch until every write succeeded.
         const bool wraps = cache->ring && long(pos) + n_tokens > cache->max_seq_len;
         thread_local std::vector<float> wrapped_out;
-        std::unique_ptr<LayerUndo> undo;
+        thread_local LayerUndo undo;
         try {
             if (wraps) wrapped_out.resize(std::size_t(n_tokens) * q_row);
-            undo = std::make_unique<LayerUndo>(cache, layer, pos, n_tokens);
+            undo.capture(cache, layer, pos, n_tokens);
         } catch (const std::bad_alloc&) {
             return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +
                                                     " tokens");
@@ -123,7 +123,7 @@ extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cach
             if (!rc) rc = write_token(fn, state, cache, layer, pos + i, qi, n_q_heads, k + std::size_t(i) * kv_row,
                                       v + std::size_t(i) * kv_row, scale);
             if (rc) {
-                undo->restore(cache);
+                undo.restore(cache);
                 return rc;
             }
             if (wraps) attend_decode(state, cache, lay, pos + i, qi, n_q_heads, scale, &wrapped_out[i * q_row]);

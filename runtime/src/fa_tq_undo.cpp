@@ -5,30 +5,51 @@
 
 namespace tq::detail {
 
-LayerUndo::LayerUndo(const fa_tq_cache* cache, int layer, int pos, int n) : layer_(layer) {
+void LayerUndo::capture(const fa_tq_cache* cache, int layer, int pos, int n) {
+    layer_ = layer;
     const int slots = std::min(n, cache->max_seq_len);
+    slots_.clear();
     for (int i = 0; i < slots; ++i) slots_.push_back(std::size_t(cache->slot(pos + i)));
     const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
-    keys_ = save(cache, lay.keys);
-    values_ = save(cache, lay.values);
+    save(cache, lay.keys, keys_);
+    save(cache, lay.values, values_);
     query_sum_sq_ = lay.query_sum_sq;
     query_count_ = lay.query_count;
 }
 
-LayerUndo::Stream LayerUndo::save(const fa_tq_cache* cache, const fa_tq_stream& s) const {
-    Stream out{s.length,      s.count,       s.first_block,
-               s.blocks,      s.sum,         s.sum_sq,
-               s.means.size(), s.smooth.size(), cache->ring ? s.means : std::vector<std::uint16_t>{},
-               cache->ring ? s.smooth : std::vector<std::uint16_t>{}, s.sink_vectors, s.scale_bound,
-               s.extra_bound, s.smooth_bound, {}, {}, {}};
+// Copy assignments and clear() keep out's capacity: no allocation once it has grown.
+void LayerUndo::save(const fa_tq_cache* cache, const fa_tq_stream& s, Stream& out) const {
+    out.length = s.length;
+    out.count = s.count;
+    out.first_block = s.first_block;
+    out.blocks = s.blocks;
+    out.sum = s.sum;
+    out.sum_sq = s.sum_sq;
+    out.means_size = s.means.size();
+    out.smooth_size = s.smooth.size();
+    out.means.clear();
+    out.smooth.clear();
+    if (cache->ring) {
+        out.means = s.means;
+        out.smooth = s.smooth;
+    }
+    out.sink_vectors = s.sink_vectors;
+    out.scale_bound = s.scale_bound;
+    out.extra_bound = s.extra_bound;
+    out.smooth_bound = s.smooth_bound;
+    const std::size_t kept = std::size_t(cache->num_heads) * slots_.size();
+    out.codes.resize(kept * s.code_bytes);
+    out.scales32.resize(s.scales32.empty() ? 0 : kept);
+    out.scales16.resize(s.scales16.empty() ? 0 : kept);
+    std::size_t k = 0;
     for (int h = 0; h < cache->num_heads; ++h)
         for (std::size_t slot : slots_) {
             const std::size_t i = cache->stream_index(h) + slot;
-            out.codes.insert(out.codes.end(), &s.codes[i * s.code_bytes], &s.codes[i * s.code_bytes] + s.code_bytes);
-            if (!s.scales32.empty()) out.scales32.push_back(s.scales32[i]);
-            if (!s.scales16.empty()) out.scales16.push_back(s.scales16[i]);
+            std::memcpy(&out.codes[k * s.code_bytes], &s.codes[i * s.code_bytes], s.code_bytes);
+            if (!s.scales32.empty()) out.scales32[k] = s.scales32[i];
+            if (!s.scales16.empty()) out.scales16[k] = s.scales16[i];
+            ++k;
         }
-    return out;
 }
 
 void LayerUndo::put(const fa_tq_cache* cache, const Stream& from, fa_tq_stream& s) const {

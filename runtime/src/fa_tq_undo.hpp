@@ -2,7 +2,8 @@
 // batch refused part-way (a later token out of range) leaves the cache as it
 // was: every stream's small state (running sums, sinks, bounds; the block data's
 // sizes, or in a ring a copy), and the codes and scales of the slots those
-// positions take.
+// positions take.  One object per thread keeps its buffers from call to call, so a
+// thread's batches allocate (and fault in fresh pages) only when they grow.
 #pragma once
 
 #include "fa_tq_internal.hpp"
@@ -14,7 +15,9 @@ namespace tq::detail {
 
 class LayerUndo {
 public:
-    LayerUndo(const fa_tq_cache* cache, int layer, int pos, int n);  // throws std::bad_alloc
+    // Keeps what writing positions pos..pos+n-1 of the layer can change, in place of
+    // what it kept before.  Throws std::bad_alloc.
+    void capture(const fa_tq_cache* cache, int layer, int pos, int n);
     void restore(fa_tq_cache* cache) const;
 
 private:
@@ -32,14 +35,14 @@ private:
         std::vector<float> scales32;          // [head][slot of slots_]
         std::vector<std::uint16_t> scales16;
     };
-    Stream save(const fa_tq_cache* cache, const fa_tq_stream& s) const;
+    void save(const fa_tq_cache* cache, const fa_tq_stream& s, Stream& out) const;
     void put(const fa_tq_cache* cache, const Stream& from, fa_tq_stream& s) const;
 
-    int layer_;
+    int layer_ = 0;
     std::vector<std::size_t> slots_;
-    Stream keys_, values_;
+    Stream keys_{}, values_{};
     std::vector<double> query_sum_sq_;
-    long query_count_;
+    long query_count_ = 0;
 };
 
 }  // namespace tq::detail
