@@ -302,11 +302,12 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
         row("2 encode K4 / rotate (ns)", enc, rot, enc / rot, "ns", 3, false);
         const double bytes = double(kDramKeys) * (kDim * 4 / 8 + 4);
         const double dram = get(p + "score_k4_dram/tq"), stream = get(p + "score_k4_dram/stream");
-        row("3a score K4 8M keys, bandwidth vs stream (GB/s)", bytes / dram, bytes / stream, stream / dram, "", 0.7,
-            true);
+        const double dram_target = isa == "avx512" ? 0.8 : 0.7;  // of the stream: AVX-512 0.8, the others 0.7
+        row("3a score K4 8M keys, bandwidth vs stream (GB/s)", bytes / dram, bytes / stream, stream / dram, "",
+            dram_target, true);
         const double dram_int = get(p + "score_k4_dram/int8");
-        row("3a score K4 int8 8M keys, vs stream (GB/s)", bytes / dram_int, bytes / stream, stream / dram_int, "", 0.7,
-            true);
+        row("3a score K4 int8 8M keys, vs stream (GB/s)", bytes / dram_int, bytes / stream, stream / dram_int, "",
+            dram_target, true);
         const double cached = get(p + "score_k4_cached/tq"), dots = get(p + "score_k4_cached/fp32");
         row("3b score K4 4096 keys vs FP32 dots (us)", cached / 1e3, dots / 1e3, dots / cached, "us", 3, true);
         const double cached_int = get(p + "score_k4_cached/int8");
