@@ -75,9 +75,14 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
     fa_tq_config int8 = tq::test::config(4, 2);  // the levers, scored by the integer path
     int8.score = FA_TQ_SCORE_INT8;
     fa_tq_state* integer = fa_tq_init(d, int8, 5);
+    // Values centered too, two sinks and lever blocks of 64: a dense span's product blocks
+    // run across lever blocks of keys and values, each with its own mean.
+    fa_tq_state* both = fa_tq_init(
+        d, tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_BOTH, 64, 2, FA_TQ_SMOOTH_KEYS), 5);
     REQUIRE(levers);
     REQUIRE(none);
     REQUIRE(integer);
+    REQUIRE(both);
     const Case cases[] = {
         {4, 4, 1024, false, 0, 0, 600},   // a prompt: 3 tiles of 256 tokens (one head per KV head), spans of 256
         {6, 2, 1024, false, 0, 0, 600},   // tiles of 85 tokens (3 heads per KV head) that straddle spans
@@ -89,7 +94,7 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
         {4, 2, 1024, false, 30, 30, 7},   // a tile of 14 rows: the fused kernels, not the dense product
         {4, 2, 1024, false, 0, 0, 1},
     };
-    for (const fa_tq_state* s : {levers, none, integer})
+    for (const fa_tq_state* s : {levers, none, integer, both})
         for (const Case& c : cases)
             for (int threads : {1, 3}) {
                 const bool first_span = std::max(c.before, c.pos + c.n_tokens) <= FA_TQ_PARALLEL_CHUNK;
@@ -118,6 +123,7 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
     fa_tq_free(levers);
     fa_tq_free(none);
     fa_tq_free(integer);
+    fa_tq_free(both);
 }
 
 TEST_CASE("prefill: a refused token leaves the cache and out as they were") {
