@@ -3,7 +3,10 @@
 // was: every stream's small state (running sums, sinks, bounds; the block data's
 // sizes, or in a ring a copy), and the codes and scales of the slots those
 // positions take.  One object per thread keeps its buffers from call to call, so a
-// thread's batches allocate (and fault in fresh pages) only when they grow.
+// thread's batches allocate (and fault in fresh pages) only when they grow; it holds
+// its largest capture until the thread exits, as the attention scratch does, and no
+// other batch may run on the thread between capture and restore (turboquant.h's
+// executor contract).
 #pragma once
 
 #include "fa_tq_internal.hpp"

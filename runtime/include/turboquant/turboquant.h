@@ -215,7 +215,8 @@ int fa_tq_cache_set_threads(fa_tq_cache* cache, int n_threads);
  * is called from the thread that calls fa_tq_attention, and from several at once
  * when layers attend concurrently.  While it waits, fn must not run other work
  * on the calling thread that calls this library (as a work-stealing pool's
- * waiting thread may): the tasks use that thread's scratch.  fn NULL returns
+ * waiting thread may): the tasks use that thread's scratch, and a batch call
+ * that thread's record of what it overwrites (for a refused token).  fn NULL returns
  * the cache to one pass on the calling thread (and stops its own pool, if any). */
 typedef void (*fa_tq_parallel_for)(void* ctx, int n_tasks, void (*task)(void* task_arg, int index), void* task_arg);
 int fa_tq_cache_set_parallel_for(fa_tq_cache* cache, fa_tq_parallel_for fn, void* ctx);
