@@ -17,14 +17,29 @@ void LayerUndo::capture(const fa_tq_cache* cache, int layer, int pos, int n) {
     query_count_ = lay.query_count;
 }
 
-// Copy assignments and clear() keep out's capacity: no allocation once it has grown.
+namespace {
+
+// The small state a Stream keeps under the stream's own names, copied either way (copy
+// assignments keep the destination's capacity: no allocation once it has grown, and
+// none into the stream, whose sizes these are).
+template <class From, class To>
+void copy_small_state(const From& from, To& to) {
+    to.length = from.length;
+    to.count = from.count;
+    to.first_block = from.first_block;
+    to.blocks = from.blocks;
+    to.sum = from.sum;
+    to.sum_sq = from.sum_sq;
+    to.sink_vectors = from.sink_vectors;
+    to.scale_bound = from.scale_bound;
+    to.extra_bound = from.extra_bound;
+    to.smooth_bound = from.smooth_bound;
+}
+
+}  // namespace
+
 void LayerUndo::save(const fa_tq_cache* cache, const fa_tq_stream& s, Stream& out) const {
-    out.length = s.length;
-    out.count = s.count;
-    out.first_block = s.first_block;
-    out.blocks = s.blocks;
-    out.sum = s.sum;
-    out.sum_sq = s.sum_sq;
+    copy_small_state(s, out);
     out.means_size = s.means.size();
     out.smooth_size = s.smooth.size();
     out.means.clear();
@@ -33,10 +48,6 @@ void LayerUndo::save(const fa_tq_cache* cache, const fa_tq_stream& s, Stream& ou
         out.means = s.means;
         out.smooth = s.smooth;
     }
-    out.sink_vectors = s.sink_vectors;
-    out.scale_bound = s.scale_bound;
-    out.extra_bound = s.extra_bound;
-    out.smooth_bound = s.smooth_bound;
     const std::size_t kept = std::size_t(cache->num_heads) * slots_.size();
     out.codes.resize(kept * s.code_bytes);
     out.scales32.resize(s.scales32.empty() ? 0 : kept);
@@ -53,12 +64,7 @@ void LayerUndo::save(const fa_tq_cache* cache, const fa_tq_stream& s, Stream& ou
 }
 
 void LayerUndo::put(const fa_tq_cache* cache, const Stream& from, fa_tq_stream& s) const {
-    s.length = from.length;
-    s.count = from.count;
-    s.first_block = from.first_block;
-    s.blocks = from.blocks;
-    s.sum = from.sum;  // same sizes as the stream's: no allocation
-    s.sum_sq = from.sum_sq;
+    copy_small_state(from, s);
     if (cache->ring) {
         s.means = from.means;  // within the capacity reserved at creation: no allocation
         s.smooth = from.smooth;
@@ -66,10 +72,6 @@ void LayerUndo::put(const fa_tq_cache* cache, const Stream& from, fa_tq_stream& 
         s.means.resize(from.means_size);  // shrinks
         s.smooth.resize(from.smooth_size);
     }
-    s.sink_vectors = from.sink_vectors;
-    s.scale_bound = from.scale_bound;
-    s.extra_bound = from.extra_bound;
-    s.smooth_bound = from.smooth_bound;
     std::size_t k = 0;
     for (int h = 0; h < cache->num_heads; ++h)
         for (std::size_t slot : slots_) {
