@@ -6,7 +6,7 @@
 //
 // The input, front to back (tq::fuzz::Bytes; make_seeds.py writes seeds in it):
 //   head dim, key bits, value bits (a byte each: mostly one the build has),
-//   the config's six levers and its score path (a byte each, raw values included),
+//   the config's six levers, its score path and value sum (a byte each, raw values included),
 //   the seed (4 bytes),
 //   the cache (kind, layers, heads, positions: a byte each),
 //   then operations until the input ends: an opcode byte and its arguments.
@@ -70,7 +70,8 @@ fa_tq_config config_arg(Bytes& in, const std::vector<float>& rates) {
     constexpr int kSinks[] = {0, 0, FA_TQ_NO_SINKS, 1, 4, 64, 65, -2};
     c.sinks = kSinks[in.byte() % 8];
     set_enum(c.smooth, in, 3);
-    set_enum(c.score, in, 3);  // INT8 with 6- to 8-bit keys: refused
+    set_enum(c.score, in, 3);      // INT8 with 6- to 8-bit keys: refused
+    set_enum(c.value_sum, in, 3);  // INT8 with 6- to 8-bit values: refused
     return c;
 }
 

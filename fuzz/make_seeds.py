@@ -99,7 +99,7 @@ def spm_model() -> bytes:
 
 def c_api_calls() -> dict[str, bytes]:
     """fuzz_c_api.cpp's layout: head dim, key bits, value bits, six levers, the score
-    path, a 4-byte seed, the cache (kind, layers, heads, positions), then operations."""
+    path, the value sum, a 4-byte seed, the cache (kind, layers, heads, positions), then operations."""
     def config(levers: bytes, cache: bytes) -> bytes:  # cache: kind, then layers - 1, heads - 1, positions - 1
         return bytes([0, 1, 0]) + levers + struct.pack("<I", 42) + cache
 
@@ -124,9 +124,9 @@ def c_api_calls() -> dict[str, bytes]:
     def state(how: int, at: int) -> bytes:  # serialize, then read back: how < 64 as written, < 192 a bit flipped at `at`
         return bytes([9, 0, 1, 1, how]) + struct.pack("<I", at)
 
-    defaults = bytes(7)                   # every lever and the score path at its default
-    levers = bytes([1, 2, 4, 3, 3, 2, 2])  # norm scales, float scales, centered keys and values, block 16, 1 sink,
-    #                                        smoothed, integer scores (requantized per block of positions)
+    defaults = bytes(8)                   # every lever, the score path and the value sum at their defaults
+    levers = bytes([1, 2, 4, 3, 3, 2, 2, 2])  # norm scales, float scales, centered keys and values, block 16, 1 sink,
+    #                                           smoothed, integer scores (requantized per block of positions), integer value sums
     linear = b"".join(attention(p) for p in range(4)) + decode() + evict(2) + attention(2)
     ring = b"".join(quantize(p, True) + quantize(p, False) for p in range(20)) + decode()
     one_layer = bytes([0, 0, 0, 15])

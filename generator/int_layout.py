@@ -86,3 +86,19 @@ def byte_levels_expr(reg: ByteRegister, src: str) -> str:
             e = f"shl_bytes<{p.shift}>({e})"
         expr = e if expr is None else f"or_bytes({expr}, {e})"
     return expr
+
+
+def sum_lane_coords(head_dim: int, bits, byte_lanes: int) -> list[list[int]]:
+    """The integer value sum's int32 lanes (runtime/isa/<isa>_bytes.hpp interleave4): per
+    byte register, the coordinate of lane e of sum register a at a * byte_lanes / 4 + e,
+    which holds byte lane 16 (e / 4) + 4a + e % 4 (-1: a zero lane).  Without windows the
+    registers hold the coordinates in natural order, zero-padded to whole registers."""
+    regs = byte_registers(head_dim, bits, byte_lanes)
+    if regs:
+        lanes = [c for r in regs for c in r.coords]
+    else:
+        padded = -(-head_dim // byte_lanes) * byte_lanes
+        lanes = list(range(head_dim)) + [-1] * (padded - head_dim)
+    per = byte_lanes // 4
+    return [[lanes[r + 16 * (e // 4) + 4 * a + e % 4] for a in range(4) for e in range(per)]
+            for r in range(0, len(lanes), byte_lanes)]

@@ -16,7 +16,8 @@ from int_layout import has_integer_path
 from layout import Rate, code_bytes, needs_level_array, segments, simd_needs_padding, simd_read_size
 
 ISAS = isa_table.NAMES
-BIT_KERNELS = ("encode", "decode", "score", "score_int", "accumulate", "pack")
+BIT_KERNELS = ("encode", "decode", "score", "score_int", "accumulate", "accumulate_int", "pack")
+INT_KERNELS = ("score_int", "accumulate_int")  # the integer path: where the codebooks fit byte tables
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
 MIN_HEAD_DIM, MAX_HEAD_DIM = 16, 1024
 
@@ -122,6 +123,9 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
         "score_int": f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (shared by a block of queries), "
                      f"per query {d} int8 multiply-adds into int32, 2 multiplies (scales)",
         "accumulate": f"per value: {d} centroid lookups, {d} multiply-adds, 1 multiply (weight x scale)",
+        "accumulate_int": f"per value and query: 1 multiply (weight x scale), 1 rounding to a byte; per value: {d} int8 "
+                          f"centroid lookups (shared by a block of queries), per query {d} int8 multiply-adds into int32; "
+                          f"per {64} values: {d} multiply-adds in float",
         "pack": f"pack: {code_bytes(d, rate)} bytes from {d} levels; unpack: {d} levels from {code_bytes(d, rate)} bytes",
     }
     return per[kernel]
@@ -141,21 +145,21 @@ def rotation_context(d: int, isa: str) -> dict:
                 rotate_name=kernel_name("rotate", d, None, isa), unrotate_name=kernel_name("unrotate", d, None, isa))
 
 
-def has_score_int(isa: str, d: int, rate: Rate) -> bool:
-    """Whether `isa` has its own integer score kernel for (d, rate): the scalar
-    reference, and the SIMD ISAs with a byte-lane vocabulary (isas.py byte_lanes)."""
+def has_int_kernels(isa: str, d: int, rate: Rate) -> bool:
+    """Whether `isa` has its own integer kernels (score_int, accumulate_int) for (d, rate):
+    the scalar reference, and the SIMD ISAs with a byte-lane vocabulary (isas.py byte_lanes)."""
     info = isa_table.BY_NAME[isa]
     return has_integer_path(d, rate) and (info.family == "scalar" or info.byte_lanes > 0)
 
 
-def score_int_isa(cfg: Config, isa: str, d: int, rate: Rate) -> str | None:
-    """The ISA whose integer score kernel the registry row of `isa` uses: its own, else
+def int_kernels_isa(cfg: Config, isa: str, d: int, rate: Rate) -> str | None:
+    """The ISA whose integer kernels the registry row of `isa` uses: its own, else
     the best of the build's worse ISAs of its architecture (they run wherever it does:
     an AVX-512 CPU runs AVX2), else none (a variant whose codebooks exceed 32 levels)."""
     arch = isa_table.BY_NAME[isa].arch
     for other in ISAS[ISAS.index(isa):]:
         info = isa_table.BY_NAME[other]
-        if other in cfg.isas and info.arch in (arch, isa_table.ANY) and has_score_int(other, d, rate):
+        if other in cfg.isas and info.arch in (arch, isa_table.ANY) and has_int_kernels(other, d, rate):
             return other
     return None
 
@@ -179,7 +183,7 @@ def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
                 continue
             for d in cfg.head_dims:
                 for rate in cfg.bits:
-                    if kernel == "score_int" and not has_score_int(isa, d, rate):
+                    if kernel in INT_KERNELS and not has_int_kernels(isa, d, rate):
                         continue
                     add(("pack", "unpack") if kernel == "pack" else (kernel,), d, rate, isa)
     return files
@@ -189,8 +193,8 @@ def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
     """kernels.inc's registry rows: one per rotation pair (head dim, ISA, and the ISA's
     product) and one per
     variant (head dim, rate, ISA) naming its kernels; pack and unpack are the
-    scalar ones for every ISA (the layout alone), score_int a pointer expression
-    (score_int_isa's kernel, or nullptr)."""
+    scalar ones for every ISA (the layout alone), score_int and accumulate_int pointer
+    expressions (int_kernels_isa's kernels, or nullptr)."""
     rotations = [dict(head_dim=d, isa=isa, rotate=kernel_name("rotate", d, None, isa),
                       unrotate=kernel_name("unrotate", d, None, isa), product=product_name(isa))
                  for isa in cfg.isas for d in cfg.head_dims]
@@ -200,10 +204,11 @@ def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
             for rate in cfg.bits:
                 row = dict(head_dim=d, rate=rate, isa=isa)
                 for kind in BIT_KERNELS + ("unpack",):
-                    if kind != "score_int":
+                    if kind not in INT_KERNELS:
                         row[kind] = kernel_name(kind, d, rate, "scalar" if kind in SCALAR_ONLY + ("unpack",) else isa)
-                owner = score_int_isa(cfg, isa, d, rate)
-                row["score_int"] = f"&tq::{owner}::{kernel_name('score_int', d, rate, owner)}" if owner else "nullptr"
+                owner = int_kernels_isa(cfg, isa, d, rate)
+                for kind in INT_KERNELS:
+                    row[kind] = f"&tq::{owner}::{kernel_name(kind, d, rate, owner)}" if owner else "nullptr"
                 variants.append(row)
     return rotations, variants
 

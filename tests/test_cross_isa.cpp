@@ -130,6 +130,41 @@ TEST_CASE("cross-ISA: score_int gives identical floats on every ISA") {
     }
 }
 
+TEST_CASE("cross-ISA: accumulate_int gives identical floats on every ISA") {
+    // The integer value sum's sums are exact and its float steps are the same on every
+    // ISA (the weights' rounding, two products, one fused add: isa/int8.hpp), so every
+    // ISA agrees with the scalar reference.
+    const auto isas = tq::available_isas();
+    for (const tq_bit_kernels& v : tq::variants()) {
+        if (!v.accumulate_int) continue;
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.rate_eighths);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        constexpr std::size_t kValues = 150, kQueries = 5;  // two whole chunks of 64 and a partial one
+        const auto x = tq::test::gaussian(kValues * d, 10);
+        std::vector<std::uint8_t> codes(kValues * v.code_bytes);
+        std::vector<float> scales(kValues);
+        for (std::size_t t = 0; t < kValues; ++t)
+            REQUIRE(v.encode(signs.data(), &x[t * d], TQ_SCALE_NORM, &codes[t * v.code_bytes], &scales[t]) == TQ_OK);
+        auto w = tq::test::gaussian(kQueries * kValues, 11);
+        for (float& a : w) a = a * a;  // weights are not negative
+        const auto start = tq::test::gaussian(kQueries * d, 12);
+        std::vector<float> first, out;
+        for (std::size_t i = 0; i < isas.size(); ++i) {
+            CAPTURE(isas[i]);
+            const tq_kernels* k = nullptr;
+            REQUIRE(tq_find_isa(isas[i].c_str(), d, tq::rate(v), tq::rate(v), &k) == TQ_OK);
+            const bool has_int = k->value->accumulate_int != nullptr;
+            REQUIRE(has_int);
+            out = start;
+            k->value->accumulate_int(w.data(), kValues, kQueries, codes.data(), scales.data(), kValues, out.data(), d);
+            if (i == 0) first = out;
+            CHECK(out == first);
+        }
+    }
+}
+
 #if defined(__aarch64__) && defined(__ARM_NEON)
 TEST_CASE("cross-ISA: NEON's integer score runs sdot exactly where the CPU has it, unless TQ_BYTE_DOT is plain") {
     // The test presets run this suite under qemu with and without the dot-product

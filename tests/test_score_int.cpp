@@ -167,7 +167,7 @@ TEST_CASE("score_int: attention through the cache stays within the bound's reach
         const int d = v.head_dim, heads = 2, q_heads = 4, n = 50;
         const float bits = tq::rate(v);
         fa_tq_config c{bits, bits, FA_TQ_SCALE_DEFAULT, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE, 0, FA_TQ_NO_SINKS,
-                       FA_TQ_SMOOTH_NONE, FA_TQ_SCORE_FLOAT};
+                       FA_TQ_SMOOTH_NONE, FA_TQ_SCORE_FLOAT, FA_TQ_VALUE_SUM_FLOAT};
         fa_tq_state* fs = fa_tq_init(d, c, tq::test::kSeed);
         c.score = FA_TQ_SCORE_INT8;
         fa_tq_state* is = fa_tq_init(d, c, tq::test::kSeed);

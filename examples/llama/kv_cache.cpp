@@ -55,7 +55,8 @@ TurboQuantCache::TurboQuantCache(CacheShape shape, const KvConfig& kv, std::uint
             shape.head_dim,
             tq::Config{key_bits, value_bits, FA_TQ_SCALE_DEFAULT, static_cast<fa_tq_scale_format>(lv.scale_format),
                        static_cast<fa_tq_center>(lv.center), lv.center_block, lv.sinks,
-                       static_cast<fa_tq_smooth>(lv.smooth), static_cast<fa_tq_score>(lv.score)},
+                       static_cast<fa_tq_smooth>(lv.smooth), static_cast<fa_tq_score>(lv.score),
+                       static_cast<fa_tq_value_sum>(lv.value_sum)},
             seed));
         return quantizers_.back().get();
     };

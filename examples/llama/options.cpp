@@ -65,7 +65,7 @@ Levers::LayerBits to_layer_bits(const std::string& tok) {
 }
 
 // ":"-separated levers after a K/V item: c=none|keys|values|both, b=<block>, s=<sinks>, f32, sm|nosm (key smoothing),
-// int8|float (the score path), L<a>[-<b>]=K/V.
+// int8|float (the score path), vint8|vfloat (the value sum), L<a>[-<b>]=K/V.
 Levers to_levers(const std::string& text) {
     Levers l;
     l.text = text;
@@ -80,6 +80,8 @@ Levers to_levers(const std::string& text) {
         else if (tok == "nosm") l.smooth = 1, ok = true;
         else if (tok == "float") l.score = 1, ok = true;
         else if (tok == "int8") l.score = 2, ok = true;
+        else if (tok == "vfloat") l.value_sum = 1, ok = true;
+        else if (tok == "vint8") l.value_sum = 2, ok = true;
         else if (tok.rfind("L", 0) == 0) l.layers.push_back(to_layer_bits(tok)), ok = true;
         else if (tok.rfind("c=", 0) == 0) {
             for (int i = 0; i < 4; ++i)
@@ -90,7 +92,7 @@ Levers to_levers(const std::string& text) {
             ok = tok.size() > 2 && !*end && x >= -1 && x <= 65536;
             (tok[0] == 'b' ? l.center_block : l.sinks) = static_cast<int>(x == 0 && tok[0] == 's' ? -1 : x);
         }
-        if (!ok) throw std::invalid_argument("--sweep: unknown lever '" + tok + "' (c=none|keys|values|both, b=N, s=N, f32, sm, nosm, int8, float, L<a>[-<b>]=K/V)");
+        if (!ok) throw std::invalid_argument("--sweep: unknown lever '" + tok + "' (c=none|keys|values|both, b=N, s=N, f32, sm, nosm, int8, float, vint8, vfloat, L<a>[-<b>]=K/V)");
         if (colon == std::string::npos) break;
         at = colon + 1;
     }

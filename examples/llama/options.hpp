@@ -24,6 +24,7 @@ struct Levers {
     int scale_format = 0;  // fa_tq_scale_format
     int smooth = 0;        // fa_tq_smooth
     int score = 0;         // fa_tq_score
+    int value_sum = 0;     // fa_tq_value_sum
     std::string text;      // as given, for the tables
 };
 

@@ -137,4 +137,39 @@ inline J hsum_int_lanes(const J* s) {
 
 inline V to_float(J x) { return _mm512_cvtepi32_ps(x); }
 
+// The integer value sum (templates/simd/accumulate_int.cpp.j2): four values' int8
+// centroid registers c0..c3 interleaved so that int32 lane e of out[a] holds the four
+// values' bytes of byte lane 16 (e / 4) + 4a + e % 4 (unpacking works per 128-bit lane),
+// and one dot per register and query sums weight times centroid over the four values.
+inline void interleave4(const B (&c)[4], B (&out)[4]) {
+    const B lo01 = _mm512_unpacklo_epi8(c[0], c[1]), hi01 = _mm512_unpackhi_epi8(c[0], c[1]);
+    const B lo23 = _mm512_unpacklo_epi8(c[2], c[3]), hi23 = _mm512_unpackhi_epi8(c[2], c[3]);
+    out[0] = _mm512_unpacklo_epi16(lo01, lo23);
+    out[1] = _mm512_unpackhi_epi16(lo01, lo23);
+    out[2] = _mm512_unpacklo_epi16(hi01, hi23);
+    out[3] = _mm512_unpackhi_epi16(hi01, hi23);
+}
+// Four weight bytes (one per value) in every int32 lane.
+inline B weight_bytes(std::uint32_t four) { return _mm512_set1_epi32(static_cast<int>(four)); }
+inline J zero_sums() { return _mm512_setzero_si512(); }
+inline J add_sums(J a, J b) { return _mm512_add_epi32(a, b); }
+// Without VNNI the weights are biased to signed bytes (U - 127, int8.hpp) and meet the
+// centroids as dot_bytes' queries; with it, vpdpbusd takes them as unsigned bytes.
+inline J value_dot(J acc, const Centroids& c, B w) { return dot_bytes(acc, c, w); }
+TQ_AVX512_VNNI_BEGIN
+inline J value_dot_vnni(J acc, B c, B w) {
+#if TQ_AVX512_VNNI_CODE
+    return _mm512_dpbusd_epi32(acc, w, c);
+#else
+    // Never called (has_vnni() is false), but the same sums: (w - 128) c + 128 c.
+    const B biased = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
+    return _mm512_add_epi32(dot_bytes(acc, prepare(c), biased),
+                            _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), c), _mm512_set1_epi16(128)));
+#endif
+}
+TQ_AVX512_VNNI_END
+inline B prepare_values_vnni(B c) { return c; }
+inline Centroids prepare_values(B c) { return prepare(c); }
+constexpr int kWeightBias = 127, kWeightBias_vnni = 0;
+
 }  // namespace tq::avx512

@@ -3,7 +3,12 @@
 //   centroid c_l ≈ step · T[l], T[l] = round(c_l / step) in [-127, 127], one step
 //       per variant: the largest |c| of its codebooks over 127;
 //   query q_i ≈ s_q · Q_i,  Q_i = round(q_i · 127 / max|q|) in [-127, 127];
-//   score = key_scale · ((s_q · step) · Σ_i Q_i T[l_i]), the sum exact in int32.
+//   score = key_scale · ((s_q · step) · Σ_i Q_i T[l_i]), the sum exact in int32;
+// and the integer value sum's (docs/kernels.md, "The integer value sum"):
+//   per chunk of up to 64 values, p_t = weight_t · value_scale_t ≈ s_w · U_t,
+//       U_t = round(p_t · 254 / max p) in [0, 254];
+//   acc_i += (s_w · step) · Σ_t U_t T[l_{t,i}], the sum exact in int32, one fused
+//       multiply-add per coordinate and chunk.
 #pragma once
 
 #include <bit>
@@ -118,6 +123,40 @@ template <int D>
 #pragma GCC unroll 1024
         for (int k = 0; k < lanes; ++k) out[k] = coords[k] < 0 ? 0 : natural[coords[k]];
     return inv > 0 ? max / 127.0f : 0.0f;
+}
+
+// The integer value sum's chunk: values whose weights share one scale s_w.
+// |Σ_t U_t T| <= 64 · 254 · 127 < 2^24, so the sum converts to float exactly.
+constexpr int kWeightChunk = 64;
+constexpr int kWeightMax = 254;  // U_t - 127 fits a signed byte (the paths that bias it)
+
+// The chunk's weights as bytes: p_t = weights[t] · scales[t] for t < n (<= 64), in
+// float as the float kernels form it; out[t] = U_t - bias for t < n and 0 - bias (U = 0:
+// padding) up to 64, where bias is 0 (vpdpbusd's unsigned bytes) or 127 (signed bytes:
+// the sums then add 127 Σ_t T[l_{t,i}]).  Returns s_w = max p / 254: 0, with every
+// U_t 0, where max p < 2^-120 (254 / max would overflow).  A p_t below 0 counts as 0
+// (the runtime's weights and scales are not negative).  |p_t - s_w U_t| <= s_w (1/2 +
+// 2^-16), as quantize_query's bound.  Always inlined, as quantize_query.
+[[gnu::always_inline]] inline float quantize_weights(const float* weights, const float* scales, std::size_t n, int bias,
+                                                      std::uint8_t* out) {
+    float p[kWeightChunk];
+    std::uint32_t max_bits = 0;  // p >= 0: its bits order as unsigned integers do (max_magnitude)
+    for (std::size_t t = 0; t < n; ++t) {
+        const float x = weights[t] * scales[t];
+        p[t] = x > 0.0f ? x : 0.0f;
+        std::uint32_t u;
+        std::memcpy(&u, p + t, sizeof u);
+        max_bits = max_bits > u ? max_bits : u;
+    }
+    const float max = std::bit_cast<float>(max_bits);
+    const float inv = max >= 0x1p-120f ? float(kWeightMax) / max : 0.0f;
+    for (std::size_t t = 0; t < n; ++t) {
+        float r = std::nearbyint(p[t] * inv);
+        r = r > float(kWeightMax) ? float(kWeightMax) : r;
+        out[t] = static_cast<std::uint8_t>(static_cast<int>(r) - bias);
+    }
+    for (std::size_t t = n; t < std::size_t(kWeightChunk); ++t) out[t] = static_cast<std::uint8_t>(-bias);
+    return inv > 0 ? max / float(kWeightMax) : 0.0f;
 }
 
 }  // namespace tq::int8

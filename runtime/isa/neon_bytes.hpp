@@ -170,4 +170,47 @@ inline J hsum_int_lanes(const J* s) {
 
 inline V to_float(J x) { return {vcvtq_f32_s32(x.lo), vcvtq_f32_s32(x.hi)}; }
 
+// The integer value sum (templates/simd/accumulate_int.cpp.j2): four values' int8
+// centroid registers c0..c3 interleaved so that int32 lane e of out[a] holds the four
+// values' bytes of byte lane 16 (e / 4) + 4a + e % 4 (as AVX2's: zips per 128-bit half),
+// and one dot per register and query sums weight times centroid over the four values.
+inline void interleave4(const B (&c)[4], B (&out)[4]) {
+    auto half = [&](uint8x16_t B::*h) {
+        const uint16x8_t lo01 = vreinterpretq_u16_u8(vzip1q_u8(c[0].*h, c[1].*h));
+        const uint16x8_t hi01 = vreinterpretq_u16_u8(vzip2q_u8(c[0].*h, c[1].*h));
+        const uint16x8_t lo23 = vreinterpretq_u16_u8(vzip1q_u8(c[2].*h, c[3].*h));
+        const uint16x8_t hi23 = vreinterpretq_u16_u8(vzip2q_u8(c[2].*h, c[3].*h));
+        out[0].*h = vreinterpretq_u8_u16(vzip1q_u16(lo01, lo23));
+        out[1].*h = vreinterpretq_u8_u16(vzip2q_u16(lo01, lo23));
+        out[2].*h = vreinterpretq_u8_u16(vzip1q_u16(hi01, hi23));
+        out[3].*h = vreinterpretq_u8_u16(vzip2q_u16(hi01, hi23));
+    };
+    half(&B::lo);
+    half(&B::hi);
+}
+// Four weight bytes (one per value) in every int32 lane.
+inline B weight_bytes(std::uint32_t four) {
+    const uint8x16_t w = vreinterpretq_u8_u32(vdupq_n_u32(four));
+    return {w, w};
+}
+inline J zero_sums() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+inline J add_sums(J a, J b) { return {vaddq_s32(a.lo, b.lo), vaddq_s32(a.hi, b.hi)}; }
+// Both paths multiply signed bytes: the weights are biased (U - 127, int8.hpp).
+// Without sdot, products widened to int16 and each 4 bytes' summed in their own
+// int32 lane (dot_bytes' lanes mix them: only its total is sdot's).
+inline int32x4_t dot_dwords(int32x4_t acc, int8x16_t c, int8x16_t w) {
+    const int32x4_t low = vpaddlq_s16(vmull_s8(vget_low_s8(c), vget_low_s8(w)));
+    const int32x4_t high = vpaddlq_s16(vmull_high_s8(c, w));
+    return vaddq_s32(acc, vpaddq_s32(low, high));
+}
+inline J value_dot(J acc, const Centroids& c, B w) {
+    return {dot_dwords(acc.lo, c.lo, vreinterpretq_s8_u8(w.lo)), dot_dwords(acc.hi, c.hi, vreinterpretq_s8_u8(w.hi))};
+}
+TQ_NEON_SDOT_BEGIN
+inline J value_dot_sdot(J acc, const Centroids& c, B w) { return dot_bytes_sdot(acc, c, w); }
+TQ_NEON_SDOT_END
+inline Centroids prepare_values(B c) { return prepare(c); }
+inline Centroids prepare_values_sdot(B c) { return prepare(c); }
+constexpr int kWeightBias = 127, kWeightBias_sdot = 127;
+
 }  // namespace tq::neon

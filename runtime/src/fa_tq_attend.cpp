@@ -172,8 +172,8 @@ struct ChunkAttention {
                 }
                 continue;
             }
-            kern.value->accumulate(w, len, std::size_t(group), &vs.codes[(base + s0) * vs.code_bytes],
-                                   value_scales + s0, s1 - s0, o.acc, o.stride * d);
+            state->value_sum(w, len, std::size_t(group), &vs.codes[(base + s0) * vs.code_bytes],
+                             value_scales + s0, s1 - s0, o.acc, o.stride * d);
             if (const std::uint16_t* stored = stored_block(cache, lay, vs, pc.pos_begin).mean) {
                 float* mean = q_smooth + std::size_t(group + 1) * d;  // the scratch row of the keys' mean, free now
                 ops.widen(stored + hd, std::size_t(d), mean);
@@ -516,8 +516,8 @@ struct PrefillJob {
                                     [this](DenseRun& run) { flush_values(run); });
                         continue;
                     }
-                    kern.value->accumulate(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
-                                           vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
+                    at.state->value_sum(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
+                                        vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
                     if (stored) {  // the fused kernel's weights: the mean's share, per row
                         for (std::size_t r = r0; r < rows; ++r) {
                             double* ex = extra + (base + r) * d;

@@ -30,6 +30,7 @@ struct fa_tq_state {
     const tq_kernels* kernels;
     std::vector<float> signs;  // ±1/sqrt(head_dim)
     tq_score_fn score;         // kernels->key->score or ->score_int, from fa_tq_config::score
+    tq_accumulate_fn value_sum;  // kernels->value->accumulate or ->accumulate_int, from fa_tq_config::value_sum
 };
 
 // One kind (keys or values) of one layer: per KV head a stream of max_seq_len

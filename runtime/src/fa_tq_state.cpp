@@ -20,6 +20,7 @@ constexpr int kDefaultSinks = 1;
 constexpr fa_tq_smooth kDefaultSmooth = FA_TQ_SMOOTH_KEYS;
 // Float until the integer path's end-to-end sweep (docs/kernels.md) picks it.
 constexpr fa_tq_score kDefaultScore = FA_TQ_SCORE_FLOAT;
+constexpr fa_tq_value_sum kDefaultValueSum = FA_TQ_VALUE_SUM_FLOAT;
 constexpr int kMaxSinks = 64, kMaxCenterBlock = 65536;
 
 // The int a C caller stored in an enum field, read as bytes: a value outside the
@@ -84,13 +85,31 @@ tq_score_fn resolve_score(const fa_tq_config& c, const tq_bit_kernels& key) {
             return nullptr;
     }
 }
+
+// The value sum kernel config.value_sum asks for, or null (with a message).
+tq_accumulate_fn resolve_value_sum(const fa_tq_config& c, const tq_bit_kernels& value) {
+    using tq::detail::fail;
+    switch (raw(c.value_sum) == FA_TQ_VALUE_SUM_DEFAULT ? kDefaultValueSum : raw(c.value_sum)) {
+        case FA_TQ_VALUE_SUM_FLOAT: return value.accumulate;
+        case FA_TQ_VALUE_SUM_INT8:
+            if (value.accumulate_int) return value.accumulate_int;
+            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: config.value_sum int8 needs value codebooks of at most 32 levels; V" +
+                                           tq::detail::rate_text(value.rate_eighths) +
+                                           " has more (value bits <= 5 have an integer path)");
+            return nullptr;
+        default:
+            fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.value_sum " + std::to_string(raw(c.value_sum)) +
+                                                " is not an fa_tq_value_sum (0 default, 1 float, 2 int8)");
+            return nullptr;
+    }
+}
 }  // namespace
 
 extern "C" {
 
 fa_tq_config fa_tq_config_default(void) {
     return fa_tq_config{kDefaultKeyBits, kDefaultValueBits, FA_TQ_SCALE_LEAST_SQUARES, FA_TQ_SCALE_FORMAT_F16, kDefaultCenter, kDefaultCenterBlock,
-                        kDefaultSinks,   kDefaultSmooth, kDefaultScore};
+                        kDefaultSinks,   kDefaultSmooth, kDefaultScore, kDefaultValueSum};
 }
 
 fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
@@ -120,9 +139,11 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
         }
         const tq_score_fn score = resolve_score(config, *kernels->key);
         if (!score) return nullptr;
+        const tq_accumulate_fn value_sum = resolve_value_sum(config, *kernels->value);
+        if (!value_sum) return nullptr;
         auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,
                                       seed, levers, kernels,
-                                      std::vector<float>(head_dim), score};
+                                      std::vector<float>(head_dim), score, value_sum};
         tq_rotation_signs(head_dim, seed, state->signs.data());
         return state;
     });

@@ -15,6 +15,7 @@
 #define TQ_DECLARE_accumulate(SYMBOL)                                                               \
     void SYMBOL(const float* weights, size_t weight_stride, size_t n_queries, const uint8_t* codes,  \
                 const float* scales, size_t n, float* acc, size_t acc_stride);
+#define TQ_DECLARE_accumulate_int(SYMBOL) TQ_DECLARE_accumulate(SYMBOL)
 #define TQ_DECLARE_product(SYMBOL)                                                                  \
     void SYMBOL(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, \
                 size_t ldc, int accumulate);
@@ -23,7 +24,7 @@
 
 #define TQ_KERNEL(KIND, D, EIGHTHS, ISA, SYMBOL, FILE) namespace tq::ISA { TQ_DECLARE_##KIND(SYMBOL) }
 #define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT)
-#define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT)
+#define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT, ACCUMULATE_INT)
 #include "kernels.inc"
 #undef TQ_KERNEL
 #undef TQ_ROTATION

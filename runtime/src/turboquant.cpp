@@ -22,7 +22,8 @@ void check_size(const char* what, std::size_t got, std::size_t want) {
 Quantizer::Quantizer(int head_dim, Config config, std::uint64_t seed)
     : state_(fa_tq_init(head_dim,
                         fa_tq_config{config.key_bits, config.value_bits, config.scale, config.scale_format,
-                                     config.center, config.center_block, config.sinks, config.smooth, config.score},
+                                     config.center, config.center_block, config.sinks, config.smooth, config.score,
+                                     config.value_sum},
                         seed)),
       head_dim_(head_dim) {
     if (!state_) throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());

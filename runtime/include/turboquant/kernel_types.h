@@ -99,6 +99,12 @@ typedef struct tq_bit_kernels {
      * the difference to score).  NULL where a codebook has more than 32 levels
      * (a rate above 5 bits). */
     tq_score_fn score_int;
+    /* accumulate's integer path: per chunk of 64 values each query's weight x scale
+     * products rounded to bytes (0..254) with one float scale, the centroids to an int8
+     * table, the sums exact in int32 (docs/kernels.md bounds the difference to
+     * accumulate).  Weights and scales must not be negative (a negative product counts
+     * as 0).  NULL where score_int is. */
+    tq_accumulate_fn accumulate_int;
 } tq_bit_kernels;
 
 /* The kernel table for one (head_dim, key bits, value bits), as tq_find returns it. */

@@ -95,6 +95,20 @@ typedef enum fa_tq_score {
     FA_TQ_SCORE_INT8 = 2
 } fa_tq_score;
 
+/* How attention sums the values under the softmax weights (docs/kernels.md, "The
+ * integer value sum"): in float (each centroid times the weight), or in integers
+ * (per chunk of 64 positions each head's weights rounded to bytes with one scale,
+ * centroids to an int8 table, exact int32 sums: faster with VNNI or sdot, within a
+ * derived bound of the float sum).  INT8 needs value codebooks of at most 32 levels
+ * (value bits <= 5); a config asking it of more bits is refused.  Batched attention's
+ * tiles sum as they score (fa_tq_score): in float over decoded values past the first
+ * 256 positions. */
+typedef enum fa_tq_value_sum {
+    FA_TQ_VALUE_SUM_DEFAULT = 0,
+    FA_TQ_VALUE_SUM_FLOAT = 1,
+    FA_TQ_VALUE_SUM_INT8 = 2
+} fa_tq_value_sum;
+
 /* Bit allocation, in bits per coordinate: whole, or in steps of 1/8 (3.5 puts
  * half the coordinates at 4 bits and half at 3), and the quality levers.  Bits
  * must be compiled into this build (TQ_BITS).  A zero field (as in
@@ -111,6 +125,7 @@ typedef struct {
     int sinks;          /* the first positions kept exact (float): 0 default, FA_TQ_NO_SINKS none, else 1..64 */
     fa_tq_smooth smooth;             /* default: see docs/levers.md */
     fa_tq_score score;               /* default: see docs/kernels.md */
+    fa_tq_value_sum value_sum;       /* default: see docs/kernels.md */
 } fa_tq_config;
 
 #define FA_TQ_NO_SINKS (-1)

@@ -28,6 +28,7 @@ struct Config {
     int sinks = 0;         // first positions kept exact; FA_TQ_NO_SINKS for none
     fa_tq_smooth smooth = FA_TQ_SMOOTH_DEFAULT;
     fa_tq_score score = FA_TQ_SCORE_DEFAULT;
+    fa_tq_value_sum value_sum = FA_TQ_VALUE_SUM_DEFAULT;
 };
 
 enum class Kind { key, value };
