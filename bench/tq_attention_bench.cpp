@@ -34,19 +34,21 @@ constexpr int kPrefillContext = 4096, kPrefillTokens = 512;
 constexpr int kScalingContext = 16384;  // scaling is judged from here on (issue 23's target)
 // A cache configuration and its equal-bytes ggml peer (Q4_0: 4.5 bits per value,
 // Q8_0: 8.5): 4-bit keys race Q4_0 (K5/V4 too: 4.5 bits a coordinate), 8-bit ones Q8_0.
+// "-int8": integer scores; "-int": integer scores and value sums.
 struct Rate {
     const char* name;
     float key_bits, value_bits;
     fa_tq_score score;
+    fa_tq_value_sum value_sum;
     bool eight_bit;  // the peer is Q8_0, else Q4_0
 };
-constexpr Rate kRates[] = {{"k4v4", 4, 4, FA_TQ_SCORE_FLOAT, false},
-                           {"k4v4-int8", 4, 4, FA_TQ_SCORE_INT8, false},
-                           {"k4v2", 4, 2, FA_TQ_SCORE_FLOAT, false},
-                           {"k4v2-int8", 4, 2, FA_TQ_SCORE_INT8, false},
-                           {"k5v4", 5, 4, FA_TQ_SCORE_FLOAT, false},
-                           {"k5v4-int8", 5, 4, FA_TQ_SCORE_INT8, false},
-                           {"k8v8", 8, 8, FA_TQ_SCORE_FLOAT, true}};
+constexpr fa_tq_score kF = FA_TQ_SCORE_FLOAT, kI = FA_TQ_SCORE_INT8;
+constexpr fa_tq_value_sum kFv = FA_TQ_VALUE_SUM_FLOAT, kIv = FA_TQ_VALUE_SUM_INT8;
+constexpr Rate kRates[] = {{"k4v4", 4, 4, kF, kFv, false},      {"k4v4-int8", 4, 4, kI, kFv, false},
+                           {"k4v4-int", 4, 4, kI, kIv, false},  {"k4v2", 4, 2, kF, kFv, false},
+                           {"k4v2-int8", 4, 2, kI, kFv, false}, {"k4v2-int", 4, 2, kI, kIv, false},
+                           {"k5v4", 5, 4, kF, kFv, false},      {"k5v4-int8", 5, 4, kI, kFv, false},
+                           {"k5v4-int", 5, 4, kI, kIv, false},  {"k8v8", 8, 8, kF, kFv, true}};
 
 int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -71,6 +73,7 @@ struct Setup {
         config.key_bits = rate.key_bits;
         config.value_bits = rate.value_bits;
         config.score = rate.score;
+        config.value_sum = rate.value_sum;
         state.reset(fa_tq_init(shape.head_dim, config, 1));
         if (!state) throw std::runtime_error(fa_tq_last_error());
         cache.reset(fa_tq_cache_new(state.get(), 1, shape.kv_heads, capacity));

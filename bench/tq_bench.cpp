@@ -133,6 +133,11 @@ std::string score_row(int bits, bool integer) {
     return std::string(integer ? "score_int8_k" : "score_k") + std::to_string(bits) + "_cached";
 }
 
+// The value sum's rows: V4 over kCachedKeys values for a GQA group of kSumQueries
+// query heads, in float and in integers ("sum_v4_cached", "sum_int8_v4_cached").
+constexpr std::size_t kSumQueries = 4;
+std::string sum_row(bool integer) { return integer ? "sum_int8_v4_cached" : "sum_v4_cached"; }
+
 void register_head_dims(const std::string& isa) {
     using benchmark::State;
     for (int d : k4_head_dims()) {
@@ -185,6 +190,25 @@ void register_head_dims(const std::string& isa) {
                     }
                 });
             }
+        }
+        for (bool integer : {false, true}) {
+            benchmark::RegisterBenchmark((p + sum_row(integer)).c_str(), [k4, d, integer](State& st) {
+                const auto& v = *k4().value;
+                const tq_accumulate_fn sum = integer ? v.accumulate_int : v.accumulate;
+                std::vector<float> signs = tq::rotation_signs(d, 1), x(std::size_t(d) * kCachedKeys);
+                std::vector<float> w(kSumQueries * kCachedKeys), acc(kSumQueries * d), scales(kCachedKeys);
+                fill(x, 5);
+                fill(w, 6);
+                for (float& a : w) a = a * a;  // softmax weights are not negative
+                std::vector<std::uint8_t> codes(kCachedKeys * v.code_bytes);
+                for (std::size_t t = 0; t < kCachedKeys; ++t)
+                    v.encode(signs.data(), &x[t * d], TQ_SCALE_LEAST_SQUARES, &codes[t * v.code_bytes], &scales[t]);
+                for (auto _ : st) {
+                    sum(w.data(), kCachedKeys, kSumQueries, codes.data(), scales.data(), kCachedKeys, acc.data(),
+                        std::size_t(d));
+                    benchmark::DoNotOptimize(acc.data());
+                }
+            });
         }
     }
 }
@@ -320,9 +344,10 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
             row(figure.c_str(), t / 1e3, f / 1e3, f / t, "us", seq == 32768 ? 5 : 1, true);
         }
     }
-    std::printf("\nPer head dim (ns; per coordinate in brackets; scores per key of 4096 cached, K5 where built)\n"
-                "%-7s %8s %20s %20s %20s %20s %20s %20s\n", "ISA", "head_dim", "rotate", "encode K4", "score K4",
-                "int8 score K4", "score K5", "int8 score K5");
+    std::printf("\nPer head dim (ns; per coordinate in brackets; scores per key of 4096 cached, K5 where built;\n"
+                "value sums per value of 4096 cached, for a group of 4 query heads)\n"
+                "%-7s %8s %20s %20s %20s %20s %20s %20s %20s %20s\n", "ISA", "head_dim", "rotate", "encode K4",
+                "score K4", "int8 score K4", "score K5", "int8 score K5", "sum V4 x4", "int8 sum V4 x4");
     for (const auto& isa : isas)
         for (int d : k4_head_dims()) {
             const std::string p = isa + "/d" + std::to_string(d) + "/";
@@ -334,6 +359,10 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
                     const double per_key = get(p + score_row(bits, integer)) / kCachedKeys;
                     std::printf(" %10.2f [%6.3f]", per_key, per_key / d);
                 }
+            for (bool integer : {false, true}) {
+                const double per_value = get(p + sum_row(integer)) / kCachedKeys;
+                std::printf(" %10.2f [%6.3f]", per_value, per_value / d);
+            }
             std::printf("\n");
         }
 }

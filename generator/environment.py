@@ -51,7 +51,7 @@ def make_environment() -> jinja2.Environment:
         dword_lanes=cxx.dword_lanes,
         byte_registers=int_layout.byte_registers,
         byte_levels_expr=int_layout.byte_levels_expr,
-        sum_lane_coords=int_layout.sum_lane_coords,
+        lane_coords=int_layout.lane_coords,
         planes=planes,
         segments=segments,
     )

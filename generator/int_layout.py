@@ -88,17 +88,13 @@ def byte_levels_expr(reg: ByteRegister, src: str) -> str:
     return expr
 
 
-def sum_lane_coords(head_dim: int, bits, byte_lanes: int) -> list[list[int]]:
-    """The integer value sum's int32 lanes (runtime/isa/<isa>_bytes.hpp interleave4): per
-    byte register, the coordinate of lane e of sum register a at a * byte_lanes / 4 + e,
-    which holds byte lane 16 (e / 4) + 4a + e % 4 (-1: a zero lane).  Without windows the
-    registers hold the coordinates in natural order, zero-padded to whole registers."""
+def lane_coords(head_dim: int, bits, byte_lanes: int) -> list[int]:
+    """The coordinate of each byte lane of the integer kernels' registers, back to back
+    (-1: a zero lane): the windows' order (byte_registers), or without windows the
+    natural order, zero-padded to whole registers (the kernels gather the int8
+    centroids into an array)."""
     regs = byte_registers(head_dim, bits, byte_lanes)
     if regs:
-        lanes = [c for r in regs for c in r.coords]
-    else:
-        padded = -(-head_dim // byte_lanes) * byte_lanes
-        lanes = list(range(head_dim)) + [-1] * (padded - head_dim)
-    per = byte_lanes // 4
-    return [[lanes[r + 16 * (e // 4) + 4 * a + e % 4] for a in range(4) for e in range(per)]
-            for r in range(0, len(lanes), byte_lanes)]
+        return [c for r in regs for c in r.coords]
+    padded = -(-head_dim // byte_lanes) * byte_lanes
+    return list(range(head_dim)) + [-1] * (padded - head_dim)

@@ -31,18 +31,7 @@ static void tq_accumulate_int_d128_b3__avx2_queries_vnni(const float* weights, s
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Int32 lane e of sum register a of byte register r holds the coordinate
-    // kSumCoord[r * 32 + a * 8 + e] (-1: a zero lane, never stored):
-    // byte lane 16 (e / 4) + 4a + e % 4 of the register (generator/int_layout.py).
-    static constexpr int kSumCoord[128] = {
-        0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23, 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31,
-        32, 33, 34, 35, 48, 49, 50, 51, 36, 37, 38, 39, 52, 53, 54, 55, 40, 41, 42, 43, 56, 57, 58, 59, 44, 45, 46, 47, 60, 61, 62, 63,
-        64, 65, 66, 67, 80, 81, 82, 83, 68, 69, 70, 71, 84, 85, 86, 87, 72, 73, 74, 75, 88, 89, 90, 91, 76, 77, 78, 79, 92, 93, 94, 95,
-        96, 97, 98, 99, 112, 113, 114, 115, 100, 101, 102, 103, 116, 117, 118, 119, 104, 105, 106, 107, 120, 121, 122, 123, 108, 109, 110, 111, 124, 125, 126, 127,
-    };
-    alignas(64) float ap[Q][128];  // the accumulators in sum-lane order
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 128; ++k) ap[j][k] = kSumCoord[k] < 0 ? 0.0f : acc[j * acc_stride + kSumCoord[k]];
+    // Byte lane k holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias_vnni;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -74,12 +63,15 @@ static void tq_accumulate_int_d128_b3__avx2_queries_vnni(const float* weights, s
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 0 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 0, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 0)));
+                store(acc + j * acc_stride + 8, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 8)));
+                store(acc + j * acc_stride + 16, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 16)));
+                store(acc + j * acc_stride + 24, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 24)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -101,12 +93,15 @@ static void tq_accumulate_int_d128_b3__avx2_queries_vnni(const float* weights, s
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 32 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 32, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 32)));
+                store(acc + j * acc_stride + 40, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 40)));
+                store(acc + j * acc_stride + 48, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 48)));
+                store(acc + j * acc_stride + 56, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 56)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -128,12 +123,15 @@ static void tq_accumulate_int_d128_b3__avx2_queries_vnni(const float* weights, s
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 64 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 64, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 64)));
+                store(acc + j * acc_stride + 72, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 72)));
+                store(acc + j * acc_stride + 80, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 80)));
+                store(acc + j * acc_stride + 88, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 88)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -155,17 +153,17 @@ static void tq_accumulate_int_d128_b3__avx2_queries_vnni(const float* weights, s
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 96 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 96, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 96)));
+                store(acc + j * acc_stride + 104, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 104)));
+                store(acc + j * acc_stride + 112, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 112)));
+                store(acc + j * acc_stride + 120, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 120)));
+            }
         }
     }
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 128; ++k)
-            if (kSumCoord[k] >= 0) acc[j * acc_stride + kSumCoord[k]] = ap[j][k];
 }
 TQ_AVX2_VNNI_END
 
@@ -182,18 +180,7 @@ static void tq_accumulate_int_d128_b3__avx2_queries(const float* weights, size_t
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Int32 lane e of sum register a of byte register r holds the coordinate
-    // kSumCoord[r * 32 + a * 8 + e] (-1: a zero lane, never stored):
-    // byte lane 16 (e / 4) + 4a + e % 4 of the register (generator/int_layout.py).
-    static constexpr int kSumCoord[128] = {
-        0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23, 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31,
-        32, 33, 34, 35, 48, 49, 50, 51, 36, 37, 38, 39, 52, 53, 54, 55, 40, 41, 42, 43, 56, 57, 58, 59, 44, 45, 46, 47, 60, 61, 62, 63,
-        64, 65, 66, 67, 80, 81, 82, 83, 68, 69, 70, 71, 84, 85, 86, 87, 72, 73, 74, 75, 88, 89, 90, 91, 76, 77, 78, 79, 92, 93, 94, 95,
-        96, 97, 98, 99, 112, 113, 114, 115, 100, 101, 102, 103, 116, 117, 118, 119, 104, 105, 106, 107, 120, 121, 122, 123, 108, 109, 110, 111, 124, 125, 126, 127,
-    };
-    alignas(64) float ap[Q][128];  // the accumulators in sum-lane order
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 128; ++k) ap[j][k] = kSumCoord[k] < 0 ? 0.0f : acc[j * acc_stride + kSumCoord[k]];
+    // Byte lane k holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -225,12 +212,15 @@ static void tq_accumulate_int_d128_b3__avx2_queries(const float* weights, size_t
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 0 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 0, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 0)));
+                store(acc + j * acc_stride + 8, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 8)));
+                store(acc + j * acc_stride + 16, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 16)));
+                store(acc + j * acc_stride + 24, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 24)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -252,12 +242,15 @@ static void tq_accumulate_int_d128_b3__avx2_queries(const float* weights, size_t
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 32 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 32, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 32)));
+                store(acc + j * acc_stride + 40, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 40)));
+                store(acc + j * acc_stride + 48, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 48)));
+                store(acc + j * acc_stride + 56, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 56)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -279,12 +272,15 @@ static void tq_accumulate_int_d128_b3__avx2_queries(const float* weights, size_t
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 64 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 64, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 64)));
+                store(acc + j * acc_stride + 72, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 72)));
+                store(acc + j * acc_stride + 80, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 80)));
+                store(acc + j * acc_stride + 88, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 88)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -306,17 +302,17 @@ static void tq_accumulate_int_d128_b3__avx2_queries(const float* weights, size_t
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 96 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 96, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 96)));
+                store(acc + j * acc_stride + 104, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 104)));
+                store(acc + j * acc_stride + 112, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 112)));
+                store(acc + j * acc_stride + 120, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 120)));
+            }
         }
     }
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 128; ++k)
-            if (kSumCoord[k] >= 0) acc[j * acc_stride + kSumCoord[k]] = ap[j][k];
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 4 queries per pass over the values.

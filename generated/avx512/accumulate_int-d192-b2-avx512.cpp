@@ -31,17 +31,7 @@ static void tq_accumulate_int_d192_b2__avx512_queries_vnni(const float* weights,
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Int32 lane e of sum register a of byte register r holds the coordinate
-    // kSumCoord[r * 64 + a * 16 + e] (-1: a zero lane, never stored):
-    // byte lane 16 (e / 4) + 4a + e % 4 of the register (generator/int_layout.py).
-    static constexpr int kSumCoord[192] = {
-        0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
-        64, 65, 66, 67, 80, 81, 82, 83, 96, 97, 98, 99, 112, 113, 114, 115, 68, 69, 70, 71, 84, 85, 86, 87, 100, 101, 102, 103, 116, 117, 118, 119, 72, 73, 74, 75, 88, 89, 90, 91, 104, 105, 106, 107, 120, 121, 122, 123, 76, 77, 78, 79, 92, 93, 94, 95, 108, 109, 110, 111, 124, 125, 126, 127,
-        128, 129, 130, 131, 144, 145, 146, 147, 160, 161, 162, 163, 176, 177, 178, 179, 132, 133, 134, 135, 148, 149, 150, 151, 164, 165, 166, 167, 180, 181, 182, 183, 136, 137, 138, 139, 152, 153, 154, 155, 168, 169, 170, 171, 184, 185, 186, 187, 140, 141, 142, 143, 156, 157, 158, 159, 172, 173, 174, 175, 188, 189, 190, 191,
-    };
-    alignas(64) float ap[Q][192];  // the accumulators in sum-lane order
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 192; ++k) ap[j][k] = kSumCoord[k] < 0 ? 0.0f : acc[j * acc_stride + kSumCoord[k]];
+    // Byte lane k holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias_vnni;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -73,12 +63,15 @@ static void tq_accumulate_int_d192_b2__avx512_queries_vnni(const float* weights,
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 0 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 0, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 0)));
+                store(acc + j * acc_stride + 16, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 16)));
+                store(acc + j * acc_stride + 32, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 32)));
+                store(acc + j * acc_stride + 48, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 48)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -100,12 +93,15 @@ static void tq_accumulate_int_d192_b2__avx512_queries_vnni(const float* weights,
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 64 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 64, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 64)));
+                store(acc + j * acc_stride + 80, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 80)));
+                store(acc + j * acc_stride + 96, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 96)));
+                store(acc + j * acc_stride + 112, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 112)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -127,17 +123,17 @@ static void tq_accumulate_int_d192_b2__avx512_queries_vnni(const float* weights,
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 128 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 128, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 128)));
+                store(acc + j * acc_stride + 144, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 144)));
+                store(acc + j * acc_stride + 160, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 160)));
+                store(acc + j * acc_stride + 176, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 176)));
+            }
         }
     }
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 192; ++k)
-            if (kSumCoord[k] >= 0) acc[j * acc_stride + kSumCoord[k]] = ap[j][k];
 }
 TQ_AVX512_VNNI_END
 
@@ -154,17 +150,7 @@ static void tq_accumulate_int_d192_b2__avx512_queries(const float* weights, size
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Int32 lane e of sum register a of byte register r holds the coordinate
-    // kSumCoord[r * 64 + a * 16 + e] (-1: a zero lane, never stored):
-    // byte lane 16 (e / 4) + 4a + e % 4 of the register (generator/int_layout.py).
-    static constexpr int kSumCoord[192] = {
-        0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
-        64, 65, 66, 67, 80, 81, 82, 83, 96, 97, 98, 99, 112, 113, 114, 115, 68, 69, 70, 71, 84, 85, 86, 87, 100, 101, 102, 103, 116, 117, 118, 119, 72, 73, 74, 75, 88, 89, 90, 91, 104, 105, 106, 107, 120, 121, 122, 123, 76, 77, 78, 79, 92, 93, 94, 95, 108, 109, 110, 111, 124, 125, 126, 127,
-        128, 129, 130, 131, 144, 145, 146, 147, 160, 161, 162, 163, 176, 177, 178, 179, 132, 133, 134, 135, 148, 149, 150, 151, 164, 165, 166, 167, 180, 181, 182, 183, 136, 137, 138, 139, 152, 153, 154, 155, 168, 169, 170, 171, 184, 185, 186, 187, 140, 141, 142, 143, 156, 157, 158, 159, 172, 173, 174, 175, 188, 189, 190, 191,
-    };
-    alignas(64) float ap[Q][192];  // the accumulators in sum-lane order
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 192; ++k) ap[j][k] = kSumCoord[k] < 0 ? 0.0f : acc[j * acc_stride + kSumCoord[k]];
+    // Byte lane k holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -196,12 +182,15 @@ static void tq_accumulate_int_d192_b2__avx512_queries(const float* weights, size
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 0 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 0, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 0)));
+                store(acc + j * acc_stride + 16, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 16)));
+                store(acc + j * acc_stride + 32, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 32)));
+                store(acc + j * acc_stride + 48, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 48)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -223,12 +212,15 @@ static void tq_accumulate_int_d192_b2__avx512_queries(const float* weights, size
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 64 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 64, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 64)));
+                store(acc + j * acc_stride + 80, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 80)));
+                store(acc + j * acc_stride + 96, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 96)));
+                store(acc + j * acc_stride + 112, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 112)));
+            }
         }
         {
             J sums[Q][4], bias[4];
@@ -250,17 +242,17 @@ static void tq_accumulate_int_d192_b2__avx512_queries(const float* weights, size
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 128 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 128, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 128)));
+                store(acc + j * acc_stride + 144, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 144)));
+                store(acc + j * acc_stride + 160, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 160)));
+                store(acc + j * acc_stride + 176, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 176)));
+            }
         }
     }
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 192; ++k)
-            if (kSumCoord[k] >= 0) acc[j * acc_stride + kSumCoord[k]] = ap[j][k];
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 4 queries per pass over the values.

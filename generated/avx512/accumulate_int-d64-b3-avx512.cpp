@@ -31,15 +31,7 @@ static void tq_accumulate_int_d64_b3__avx512_queries_vnni(const float* weights, 
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Int32 lane e of sum register a of byte register r holds the coordinate
-    // kSumCoord[r * 64 + a * 16 + e] (-1: a zero lane, never stored):
-    // byte lane 16 (e / 4) + 4a + e % 4 of the register (generator/int_layout.py).
-    static constexpr int kSumCoord[64] = {
-        0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
-    };
-    alignas(64) float ap[Q][64];  // the accumulators in sum-lane order
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 64; ++k) ap[j][k] = kSumCoord[k] < 0 ? 0.0f : acc[j * acc_stride + kSumCoord[k]];
+    // Byte lane k holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias_vnni;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -71,17 +63,17 @@ static void tq_accumulate_int_d64_b3__avx512_queries_vnni(const float* weights, 
                     if constexpr (kBias != 0) bias[a] = value_dot_vnni(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 0 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 0, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 0)));
+                store(acc + j * acc_stride + 16, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 16)));
+                store(acc + j * acc_stride + 32, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 32)));
+                store(acc + j * acc_stride + 48, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 48)));
+            }
         }
     }
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 64; ++k)
-            if (kSumCoord[k] >= 0) acc[j * acc_stride + kSumCoord[k]] = ap[j][k];
 }
 TQ_AVX512_VNNI_END
 
@@ -98,15 +90,7 @@ static void tq_accumulate_int_d64_b3__avx512_queries(const float* weights, size_
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Int32 lane e of sum register a of byte register r holds the coordinate
-    // kSumCoord[r * 64 + a * 16 + e] (-1: a zero lane, never stored):
-    // byte lane 16 (e / 4) + 4a + e % 4 of the register (generator/int_layout.py).
-    static constexpr int kSumCoord[64] = {
-        0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39, 52, 53, 54, 55, 8, 9, 10, 11, 24, 25, 26, 27, 40, 41, 42, 43, 56, 57, 58, 59, 12, 13, 14, 15, 28, 29, 30, 31, 44, 45, 46, 47, 60, 61, 62, 63,
-    };
-    alignas(64) float ap[Q][64];  // the accumulators in sum-lane order
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 64; ++k) ap[j][k] = kSumCoord[k] < 0 ? 0.0f : acc[j * acc_stride + kSumCoord[k]];
+    // Byte lane k holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -138,17 +122,17 @@ static void tq_accumulate_int_d64_b3__avx512_queries(const float* weights, size_
                     if constexpr (kBias != 0) bias[a] = value_dot(bias[a], cp, weight_bytes(0x01010101u * kBias));
                 }
             }
-            for (int j = 0; j < Q; ++j)
-                for (int a = 0; a < 4; ++a) {
-                    float* dst = ap[j] + 0 + a * kLanes;
-                    const J s = kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a];
-                    store(dst, fmadd(to_float(s), set1(ws[j]), load(dst)));
-                }
+            for (int j = 0; j < Q; ++j) {
+                V f[4];  // the chunk's sums, then in the register's byte-lane order
+                for (int a = 0; a < 4; ++a) f[a] = to_float(kBias != 0 ? add_sums(sums[j][a], bias[a]) : sums[j][a]);
+                to_lane_order(f);
+                store(acc + j * acc_stride + 0, fmadd(f[0], set1(ws[j]), load(acc + j * acc_stride + 0)));
+                store(acc + j * acc_stride + 16, fmadd(f[1], set1(ws[j]), load(acc + j * acc_stride + 16)));
+                store(acc + j * acc_stride + 32, fmadd(f[2], set1(ws[j]), load(acc + j * acc_stride + 32)));
+                store(acc + j * acc_stride + 48, fmadd(f[3], set1(ws[j]), load(acc + j * acc_stride + 48)));
+            }
         }
     }
-    for (int j = 0; j < Q; ++j)
-        for (int k = 0; k < 64; ++k)
-            if (kSumCoord[k] >= 0) acc[j * acc_stride + kSumCoord[k]] = ap[j][k];
 }
 
 // acc_j for queries j < n_queries, in blocks of up to 4 queries per pass over the values.

@@ -138,6 +138,15 @@ inline void interleave4(const B (&c)[4], B (&out)[4]) {
     out[2] = _mm256_unpacklo_epi16(hi01, hi23);
     out[3] = _mm256_unpackhi_epi16(hi01, hi23);
 }
+// The four sums' floats (interleave4's order) in the byte register's lane order: v[b]
+// holds byte lanes 8b..8b+7, the 128-bit lane b / 2 of sums 2 (b % 2) and 2 (b % 2) + 1.
+inline void to_lane_order(V (&v)[4]) {
+    const V s0 = v[0], s1 = v[1], s2 = v[2], s3 = v[3];
+    v[0] = _mm256_permute2f128_ps(s0, s1, 0x20);
+    v[1] = _mm256_permute2f128_ps(s2, s3, 0x20);
+    v[2] = _mm256_permute2f128_ps(s0, s1, 0x31);
+    v[3] = _mm256_permute2f128_ps(s2, s3, 0x31);
+}
 // Four weight bytes (one per value) in every int32 lane.
 inline B weight_bytes(std::uint32_t four) { return _mm256_set1_epi32(static_cast<int>(four)); }
 inline J zero_sums() { return _mm256_setzero_si256(); }

@@ -149,6 +149,17 @@ inline void interleave4(const B (&c)[4], B (&out)[4]) {
     out[2] = _mm512_unpacklo_epi16(hi01, hi23);
     out[3] = _mm512_unpackhi_epi16(hi01, hi23);
 }
+// The four sums' floats (interleave4's order) in the byte register's lane order: v[b]
+// holds byte lanes 16b..16b+15, that is the 128-bit lane b of each of the four (a 4 x 4
+// transposition of 128-bit lanes).
+inline void to_lane_order(V (&v)[4]) {
+    const V t0 = _mm512_shuffle_f32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_f32x4(v[2], v[3], 0x44);
+    const V t2 = _mm512_shuffle_f32x4(v[0], v[1], 0xEE), t3 = _mm512_shuffle_f32x4(v[2], v[3], 0xEE);
+    v[0] = _mm512_shuffle_f32x4(t0, t1, 0x88);
+    v[1] = _mm512_shuffle_f32x4(t0, t1, 0xDD);
+    v[2] = _mm512_shuffle_f32x4(t2, t3, 0x88);
+    v[3] = _mm512_shuffle_f32x4(t2, t3, 0xDD);
+}
 // Four weight bytes (one per value) in every int32 lane.
 inline B weight_bytes(std::uint32_t four) { return _mm512_set1_epi32(static_cast<int>(four)); }
 inline J zero_sums() { return _mm512_setzero_si512(); }

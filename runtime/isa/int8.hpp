@@ -139,23 +139,28 @@ constexpr int kWeightMax = 254;  // U_t - 127 fits a signed byte (the paths that
 // 2^-16), as quantize_query's bound.  Always inlined, as quantize_query.
 [[gnu::always_inline]] inline float quantize_weights(const float* weights, const float* scales, std::size_t n, int bias,
                                                       std::uint8_t* out) {
+    // The padding is p = 0 (so U = 0), and the loops after the first run over the whole
+    // chunk: fixed trip counts, which compilers vectorize (with n they kept scalar
+    // rounding, most of a short call's time).
     float p[kWeightChunk];
-    std::uint32_t max_bits = 0;  // p >= 0: its bits order as unsigned integers do (max_magnitude)
     for (std::size_t t = 0; t < n; ++t) {
         const float x = weights[t] * scales[t];
         p[t] = x > 0.0f ? x : 0.0f;
+    }
+    for (std::size_t t = n; t < std::size_t(kWeightChunk); ++t) p[t] = 0.0f;
+    std::uint32_t max_bits = 0;  // p >= 0: its bits order as unsigned integers do (max_magnitude)
+    for (int t = 0; t < kWeightChunk; ++t) {
         std::uint32_t u;
         std::memcpy(&u, p + t, sizeof u);
         max_bits = max_bits > u ? max_bits : u;
     }
     const float max = std::bit_cast<float>(max_bits);
     const float inv = max >= 0x1p-120f ? float(kWeightMax) / max : 0.0f;
-    for (std::size_t t = 0; t < n; ++t) {
+    for (int t = 0; t < kWeightChunk; ++t) {
         float r = std::nearbyint(p[t] * inv);
         r = r > float(kWeightMax) ? float(kWeightMax) : r;
         out[t] = static_cast<std::uint8_t>(static_cast<int>(r) - bias);
     }
-    for (std::size_t t = n; t < std::size_t(kWeightChunk); ++t) out[t] = static_cast<std::uint8_t>(-bias);
     return inv > 0 ? max / float(kWeightMax) : 0.0f;
 }
 

@@ -188,6 +188,15 @@ inline void interleave4(const B (&c)[4], B (&out)[4]) {
     half(&B::lo);
     half(&B::hi);
 }
+// The four sums' floats (interleave4's order) in the byte register's lane order: v[b]
+// holds byte lanes 8b..8b+7, the half b / 2 of sums 2 (b % 2) and 2 (b % 2) + 1.
+inline void to_lane_order(V (&v)[4]) {
+    const V s0 = v[0], s1 = v[1], s2 = v[2], s3 = v[3];
+    v[0] = {s0.lo, s1.lo};
+    v[1] = {s2.lo, s3.lo};
+    v[2] = {s0.hi, s1.hi};
+    v[3] = {s2.hi, s3.hi};
+}
 // Four weight bytes (one per value) in every int32 lane.
 inline B weight_bytes(std::uint32_t four) {
     const uint8x16_t w = vreinterpretq_u8_u32(vdupq_n_u32(four));
