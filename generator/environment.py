@@ -51,7 +51,7 @@ def make_environment() -> jinja2.Environment:
         dword_lanes=cxx.dword_lanes,
         byte_registers=int_layout.byte_registers,
         byte_levels_expr=int_layout.byte_levels_expr,
-        lane_coords=int_layout.lane_coords,
+        natural_byte_lanes=int_layout.natural_byte_lanes,
         planes=planes,
         segments=segments,
     )

@@ -88,13 +88,17 @@ def byte_levels_expr(reg: ByteRegister, src: str) -> str:
     return expr
 
 
-def lane_coords(head_dim: int, bits, byte_lanes: int) -> list[int]:
-    """The coordinate of each byte lane of the integer kernels' registers, back to back
-    (-1: a zero lane): the windows' order (byte_registers), or without windows the
-    natural order, zero-padded to whole registers (the kernels gather the int8
-    centroids into an array)."""
+
+def natural_byte_lanes(head_dim: int, bits, byte_lanes: int) -> int:
+    """The bytes of the integer kernels' registers for one vector, where byte lane k holds
+    coordinate k (k < head_dim; zero lanes after), as every layout's windows do (and the
+    gathering kernels' arrays): the integer value sum adds its sums straight into the
+    accumulators by that.  Raises where a layout would not."""
     regs = byte_registers(head_dim, bits, byte_lanes)
-    if regs:
-        return [c for r in regs for c in r.coords]
-    padded = -(-head_dim // byte_lanes) * byte_lanes
-    return list(range(head_dim)) + [-1] * (padded - head_dim)
+    if regs is None:
+        return -(-head_dim // byte_lanes) * byte_lanes
+    coords = [c for r in regs for c in r.coords]
+    if coords != list(range(head_dim)) + [-1] * (len(coords) - head_dim):
+        raise ValueError(f"head dim {head_dim} at {bits} bits: the byte lanes are not in coordinate order, "
+                         "which templates/simd/accumulate_int.cpp.j2 needs")
+    return len(coords)

@@ -31,7 +31,7 @@ static void tq_accumulate_int_d160_b2__avx512_queries_vnni(const float* weights,
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Byte lane k holds coordinate k: each query's sums go straight into acc.
+    // Byte lane k of the registers holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias_vnni;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
@@ -148,7 +148,7 @@ static void tq_accumulate_int_d160_b2__avx512_queries(const float* weights, size
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
     const auto table0 = byte_table(kTable0);
-    // Byte lane k holds coordinate k: each query's sums go straight into acc.
+    // Byte lane k of the registers holds coordinate k: each query's sums go straight into acc.
     constexpr int kBias = kWeightBias;  // the weights' bias (int8::quantize_weights), 127 T added back
     for (size_t t0 = 0; t0 < n; t0 += int8::kWeightChunk) {
         const size_t nb = n - t0 < size_t(int8::kWeightChunk) ? n - t0 : size_t(int8::kWeightChunk);
