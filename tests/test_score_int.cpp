@@ -39,7 +39,7 @@ float int8_step(const tq_bit_kernels& v) {
 }
 
 // |score_int - scale <q, c[levels]>| <= scale (step/2 sum|q_i| + e_q sum|c_i| + d e_q step/2)
-// with e_q = s_q (1/2 + 2^-16), s_q = max|q| / 127 (docs/kernels.md), plus the
+// with e_q = s_q (1/2 + 2^-14), s_q = max|q| / 127 (docs/kernels.md), plus the
 // three float products' roundings (2^-22 of the result) and a 1e-6 relative slack on
 // the bound's own float evaluation.
 double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale, double exact) {
@@ -47,7 +47,7 @@ double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8
     const double step = int8_step(v);
     float top = 0;
     for (float x : q) top = std::max(top, std::fabs(x));
-    const double e_q = double(top / 127.0f) * (0.5 + 0x1p-16);
+    const double e_q = double(top / 127.0f) * (0.5 + 0x1p-14);
     double sum_q = 0, sum_c = 0;
     for (int i = 0; i < d; ++i) {
         sum_q += std::fabs(q[i]);
@@ -205,7 +205,7 @@ TEST_CASE("score_int: attention through the cache stays within the bound's reach
                 q1 += a;
                 q_top = std::max(q_top, a);
             }
-            const double e_q = q_top / 127 * (0.5 + 0x1p-16) * (1 + 1e-6);
+            const double e_q = q_top / 127 * (0.5 + 0x1p-14) * (1 + 1e-6);
             const int g = h / (q_heads / heads);
             for (int t = 0; t < n; ++t) {
                 // dequantize's layout: [position][head][d]

@@ -159,10 +159,11 @@ inline J value_dot_vnni(J acc, B c, B w) {
 #if TQ_AVX2_VNNI_CODE
     return _mm256_dpbusd_avx_epi32(acc, w, c);
 #else
-    // Never called (has_vnni() is false), but the same sums: (w - 128) c + 128 c.
-    const B biased = _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));
+    // Never called (has_vnni() is false), but the same sums: (w - 127) c + 127 c, w - 127
+    // within a signed byte as on the plain path (w <= 254).
+    const B biased = _mm256_sub_epi8(w, _mm256_set1_epi8(127));
     return _mm256_add_epi32(dot_bytes(acc, prepare(c), biased),
-                            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), c), _mm256_set1_epi16(128)));
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), c), _mm256_set1_epi16(127)));
 #endif
 }
 TQ_AVX2_VNNI_END

@@ -172,10 +172,11 @@ inline J value_dot_vnni(J acc, B c, B w) {
 #if TQ_AVX512_VNNI_CODE
     return _mm512_dpbusd_epi32(acc, w, c);
 #else
-    // Never called (has_vnni() is false), but the same sums: (w - 128) c + 128 c.
-    const B biased = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
+    // Never called (has_vnni() is false), but the same sums: (w - 127) c + 127 c, w - 127
+    // within a signed byte as on the plain path (w <= 254).
+    const B biased = _mm512_sub_epi8(w, _mm512_set1_epi8(127));
     return _mm512_add_epi32(dot_bytes(acc, prepare(c), biased),
-                            _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), c), _mm512_set1_epi16(128)));
+                            _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), c), _mm512_set1_epi16(127)));
 #endif
 }
 TQ_AVX512_VNNI_END

@@ -103,8 +103,9 @@ template <int O>
 // zero query and for one whose largest |q_i| is below 2^-120, where 127 / max
 // would overflow to +inf (0 * inf is NaN, which no integer conversion may see);
 // such a query's exact scores are below 2^-115 of the key's norm.
-// |q_i - s_q Q_i| <= s_q (1/2 + 2^-16): the product's rounding before nearbyint
-// adds at most 127 ulp of a unit to the half.  The Q_i are
+// |q_i - s_q Q_i| <= s_q (1/2 + 2^-14): the half of the rounding to an integer, and
+// |q_i| <= 127 s_q times the three float roundings of 127 / max, q_i · (127 / max) and
+// max / 127 (3 · 127 · 2^-24 < 2^-14).  The Q_i are
 // rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
 template <int D>
 [[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
@@ -134,9 +135,11 @@ constexpr int kWeightMax = 254;  // U_t - 127 fits a signed byte (the paths that
 // float as the float kernels form it; out[t] = U_t - bias for t < n and 0 - bias (U = 0:
 // padding) up to 64, where bias is 0 (vpdpbusd's unsigned bytes) or 127 (signed bytes:
 // the sums then add 127 Σ_t T[l_{t,i}]).  Returns s_w = max p / 254: 0, with every
-// U_t 0, where max p < 2^-120 (254 / max would overflow).  A p_t below 0 counts as 0
-// (the runtime's weights and scales are not negative).  |p_t - s_w U_t| <= s_w (1/2 +
-// 2^-16), as quantize_query's bound.  Always inlined, as quantize_query.
+// U_t 0, where max p < 2^-120 (254 / max would overflow).  A p_t below 0 or not finite
+// counts as 0 (the runtime's weights and scales are finite and not negative).
+// |p_t - s_w U_t| <= s_w (1/2 + 2^-14): the half of the rounding to an integer, and
+// p_t <= 254 s_w times the three float roundings of 254 / max, p_t · (254 / max) and
+// max / 254 (3 · 254 · 2^-24 < 2^-14).  Always inlined, as quantize_query.
 [[gnu::always_inline]] inline float quantize_weights(const float* weights, const float* scales, std::size_t n, int bias,
                                                       std::uint8_t* out) {
     // The padding is p = 0 (so U = 0), and the loops after the first run over the whole
@@ -145,7 +148,7 @@ constexpr int kWeightMax = 254;  // U_t - 127 fits a signed byte (the paths that
     float p[kWeightChunk];
     for (std::size_t t = 0; t < n; ++t) {
         const float x = weights[t] * scales[t];
-        p[t] = x > 0.0f ? x : 0.0f;
+        p[t] = x > 0.0f && x <= 0x1.fffffep127f ? x : 0.0f;
     }
     for (std::size_t t = n; t < std::size_t(kWeightChunk); ++t) p[t] = 0.0f;
     std::uint32_t max_bits = 0;  // p >= 0: its bits order as unsigned integers do (max_magnitude)
