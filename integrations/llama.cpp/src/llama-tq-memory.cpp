@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -25,6 +26,21 @@ namespace {
 constexpr uint64_t k_seed = 0;
 // Decode steps over fewer positions than this run their attention on thread 0 alone.
 constexpr llama_pos k_serial_positions = 1024;
+
+// LLAMA_TQ_ARITHMETIC (environment): "float" (or unset) keeps the library's float scores
+// and value sums; "int8" asks for its integer paths (docs/kernels.md) for K and for V
+// wherever their rate has one (5 bits and below), float above.  llama_context_params has
+// no field for it, and the cache types name rates only.
+bool integer_arithmetic() {
+    const char * v = std::getenv("LLAMA_TQ_ARITHMETIC");
+    if (v == nullptr || std::strcmp(v, "float") == 0) {
+        return false;
+    }
+    if (std::strcmp(v, "int8") == 0) {
+        return true;
+    }
+    refuse(std::string("LLAMA_TQ_ARITHMETIC is '") + v + "', not float or int8");
+}
 
 }  // namespace
 
@@ -78,6 +94,13 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     fa_tq_config config = fa_tq_config_default();
     config.key_bits = llama_tq_type_bits(params.type_k);
     config.value_bits = llama_tq_type_bits(params.type_v);
+    if (integer_arithmetic()) {
+        config.score = config.key_bits <= 5 ? FA_TQ_SCORE_INT8 : FA_TQ_SCORE_FLOAT;
+        config.value_sum = config.value_bits <= 5 ? FA_TQ_VALUE_SUM_INT8 : FA_TQ_VALUE_SUM_FLOAT;
+        LLAMA_LOG_INFO("%s: tq KV cache: %s scores, %s value sums (LLAMA_TQ_ARITHMETIC=int8)\n", __func__,
+                       config.score == FA_TQ_SCORE_INT8 ? "integer" : "float",
+                       config.value_sum == FA_TQ_VALUE_SUM_INT8 ? "integer" : "float");
+    }
     state.reset(fa_tq_init(n_embd_head, config, k_seed));
     if (state == nullptr) {
         refuse(fa_tq_last_error());

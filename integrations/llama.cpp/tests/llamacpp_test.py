@@ -3,7 +3,8 @@
 
   llamacpp_test.py kl        --bin DIR --model GGUF --text FILE [--chunks N] [--ctx N]
       llama-perplexity --kl-divergence against the f16 cache's logits: tq8/tq8's mean KL
-      below q8_0's, tq4/tq4's below q4_0's, on the same chunks.
+      below q8_0's, tq4/tq4's below q4_0's, on the same chunks, tq4/tq4's with the
+      integer paths (LLAMA_TQ_ARITHMETIC=int8) too.
   llamacpp_test.py generate  --bin DIR --model GGUF
       32 greedy tokens with tq8/tq8 equal the f16 cache's (llama-server), or the first
       difference is a near-tie of f16's top two tokens; llama-cli answers with tq4.
@@ -12,7 +13,8 @@
       answered one at a time, and a prompt that extends a cached one (the prefix is
       reused: seq_rm of the tail) gives what a fresh server gives.
   llamacpp_test.py refusals  --bin DIR --model GGUF
-      every combination the cache cannot serve: one clear line and a non-zero exit.
+      every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
+      clear line and a non-zero exit.
   llamacpp_test.py table     --bin DIR --model GGUF --text FILE --configs K/V,... [--chunks N] [--ctx N]
       docs/llama.cpp.md's quality table: per cache config, llama.cpp's KV bytes and its
       mean KL, perplexity and same-top-token share against the f16 cache.
@@ -20,6 +22,7 @@
 import argparse
 import json
 import math
+import os
 import re
 import socket
 import subprocess
@@ -36,8 +39,9 @@ THREADS = "2"
 NEAR_TIE = 0.1
 
 
-def run(cmd, timeout=900):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+def run(cmd, timeout=900, env=None):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def fail(msg):
@@ -47,10 +51,10 @@ def fail(msg):
 
 # --- kl -------------------------------------------------------------------------------
 
-def perplexity(args, ctk, ctv, extra):
+def perplexity(args, ctk, ctv, extra, env=None):
     cmd = [Path(args.bin) / "llama-perplexity", "-m", args.model, "-f", args.text, "-c", args.ctx,
            "--chunks", args.chunks, "-fa", "on", "-t", THREADS, "-ctk", ctk, "-ctv", ctv, "-lv", "4", *extra]
-    r = run(cmd)
+    r = run(cmd, env=env)
     if r.returncode != 0:
         fail(f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stderr[-3000:]}")
     return r.stdout + r.stderr
@@ -72,17 +76,23 @@ def check_kl(args):
         base = Path(tmp) / "f16.kld"
         perplexity(args, "f16", "f16", ["--kl-divergence-base", base])
         kl, mib = {}, {}
-        for t in ["q8_0", "q4_0", "tq8", "tq4"]:
-            log = perplexity(args, t, t, ["--kl-divergence-base", base, "--kl-divergence"])
+        # "tq4 int8": the library's integer paths (LLAMA_TQ_ARITHMETIC=int8), which must say so
+        for t, env in [("q8_0", None), ("q4_0", None), ("tq8", None), ("tq4", None),
+                       ("tq4 int8", {"LLAMA_TQ_ARITHMETIC": "int8"})]:
+            cache = t.split()[0]
+            log = perplexity(args, cache, cache, ["--kl-divergence-base", base, "--kl-divergence"], env)
             m = re.search(r"Mean +KLD: +([0-9.eE+-]+)", log)
             if not m:
                 fail(f"no mean KLD in llama-perplexity's output for {t}:\n{log[-2000:]}")
+            if env and "integer scores, integer value sums" not in log:
+                fail(f"{t}: llama.cpp's log does not say the integer paths run:\n{log[-2000:]}")
             kl[t], mib[t] = float(m.group(1)), kv_bytes(log)
-            print(f"{Path(args.model).name} {t}/{t}: mean KL {kl[t]:.6f}, KV {mib[t]:.2f} MiB")
+            print(f"{Path(args.model).name} {t}: mean KL {kl[t]:.6f}, KV {mib[t]:.2f} MiB")
     if not kl["tq8"] < kl["q8_0"]:
         fail(f"tq8/tq8's mean KL {kl['tq8']} is not below q8_0's {kl['q8_0']}")
-    if not kl["tq4"] < kl["q4_0"]:
-        fail(f"tq4/tq4's mean KL {kl['tq4']} is not below q4_0's {kl['q4_0']}")
+    for t in ["tq4", "tq4 int8"]:
+        if not kl[t] < kl["q4_0"]:
+            fail(f"{t}'s mean KL {kl[t]} is not below q4_0's {kl['q4_0']}")
 
 
 def stat(log, name):
@@ -245,8 +255,11 @@ def check_refusals(args):
         rate = args.absent.removeprefix("tq")
         cases.append(([b / "llama-perplexity", *m, "-f", args.model, "-ctk", args.absent, "-ctv", args.absent],
                       f"no kernels for head_dim 64, key_bits {rate}, value_bits {rate}"))
-    for cmd, line in cases:
-        r = run(cmd, timeout=120)
+    bad_env = {"LLAMA_TQ_ARITHMETIC": "int4"}
+    cases.append(([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq4", "-ctv", "tq4"],
+                  "LLAMA_TQ_ARITHMETIC is 'int4', not float or int8", bad_env))
+    for cmd, line, *env in cases:
+        r = run(cmd, timeout=120, env=env[0] if env else None)
         out = r.stdout + r.stderr
         if r.returncode == 0 or line not in out:
             fail(f"{' '.join(map(str, cmd))}: exit {r.returncode}, expected a non-zero exit and '{line}':\n{out[-2000:]}")
