@@ -59,13 +59,13 @@ int list(int argc, char** argv) {
         std::printf("  %s (%s%s)", isa, tq_isa_compiled(isa) ? "compiled" : "not compiled",
                     tq_isa_compiled(isa) ? (tq_isa_available(isa) ? ", runs here" : ", not run here") : "");
     if (cap != kIsas[0]) std::printf("\nTQ_MAX_ISA=%s: no ISA above it counts as run here", cap.c_str());
-    std::printf("\npicked on this CPU: %s (marked *)\n\n%-34s %-10s %8s %5s %-7s\n", picked.c_str(), "name",
+    std::printf("\npicked on this CPU: %s (marked *)\n\n%-34s %-14s %8s %5s %-7s\n", picked.c_str(), "name",
                 "kernel", "head_dim", "bits", "isa");
     for (const auto& k : kernels) {
         char bits[16] = "-", dim[16] = "any";
         if (k.rate_eighths) std::snprintf(bits, sizeof bits, "%g", k.rate_eighths / 8.0);
         if (k.head_dim) std::snprintf(dim, sizeof dim, "%d", k.head_dim);
-        std::printf("%-34s %-10s %8s %5s %-7s%s\n", k.name, k.kernel, dim, bits, k.isa, k.isa == picked ? " *" : "");
+        std::printf("%-34s %-14s %8s %5s %-7s%s\n", k.name, k.kernel, dim, bits, k.isa, k.isa == picked ? " *" : "");
     }
     return 0;
 }
