@@ -43,7 +43,7 @@ set(TQ_GENERATOR "${TURBOQUANT_KIT_DIR}/generator/generate.py")
 set(TQ_RUNTIME_SOURCE_NAMES fa_tq_attend.cpp fa_tq_attention.cpp fa_tq_cache.cpp fa_tq_checks.cpp fa_tq_chunks.cpp fa_tq_state.cpp
                             fa_tq_threads.cpp fa_tq_serialize.cpp fa_tq_statistics.cpp fa_tq_token.cpp fa_tq_undo.cpp
                             last_error.cpp thread_pool.cpp registry.cpp registry_table.cpp rotation_signs.cpp softmax.cpp
-                            attend_ops.cpp int_tiles.cpp turboquant.cpp)
+                            attend_ops.cpp turboquant.cpp)
 list(TRANSFORM TQ_RUNTIME_SOURCE_NAMES PREPEND "${TURBOQUANT_KIT_DIR}/runtime/src/" OUTPUT_VARIABLE TQ_RUNTIME_SOURCES)
 set_property(GLOBAL PROPERTY TURBOQUANT_RUNTIME_SOURCES "${TQ_RUNTIME_SOURCES}")
 

@@ -48,12 +48,12 @@ inline bool scalar() {
 // X(name, "target"): the ISAs of the architecture compiled for whose code a
 // function in a file built without their flags gets with [[gnu::target(target)]].
 #if TQ_EMULATED_AVX512
-#define TQ_TARGET_AVX512 "avx2,fma"
+#define TQ_TARGET_AVX512 "avx2"
 #else
-#define TQ_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"
+#define TQ_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2"
 #endif
 #if defined(__x86_64__) || defined(__i386__)
-#define TQ_FOR_EACH_TARGET_ISA(X) X(avx512, TQ_TARGET_AVX512) X(avx2, "avx2,fma")
+#define TQ_FOR_EACH_TARGET_ISA(X) X(avx512, TQ_TARGET_AVX512) X(avx2, "avx2")
 #else
 #define TQ_FOR_EACH_TARGET_ISA(X)
 #endif

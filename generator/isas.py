@@ -32,7 +32,7 @@ class Emulation:
     holds.  Slow: for tests, never a default."""
     flags: tuple[str, ...]
     cpu_check: str
-    target: str  # gnu::target() of its softmax and attend_ops copies
+    target: str  # gnu::target() of its softmax copy
     header: str  # the software intrinsics' header, which CMake checks for
 
 
@@ -48,8 +48,7 @@ class Isa:
     arch: Arch
     cpu_check: str       # C++: whether this CPU and OS run it (evaluated on `arch` only)
     # gnu::target() of a copy compiled inside a file without `flags` ("" none needed):
-    # the softmax's and attend_ops' (the runtime has no contraction; FMA is for
-    # std::fma, the integer value sum's multiply-add, inlined)
+    # the softmax's, whose code does not need FMA (the runtime has no contraction)
     target: str = ""
     family: str = "simd"  # templates/<family>/
     # Bytes per B register of runtime/isa/<name>_bytes.hpp, the integer score path's
@@ -72,10 +71,10 @@ ISAS = (
     Isa("avx512", 16, 16, ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma"), X86_64,
         _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
-        target="avx512f,avx512bw,avx512vl,avx512dq,avx2,fma", byte_lanes=64, byte_dot_extension="vnni",
+        target="avx512f,avx512bw,avx512vl,avx512dq,avx2", byte_lanes=64, byte_dot_extension="vnni",
         intrinsics="immintrin.h",
-        emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2,fma", "simde/x86/avx512.h")),
-    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2,fma", byte_lanes=32, byte_dot_extension="vnni",
+        emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2", "simde/x86/avx512.h")),
+    Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, byte_dot_extension="vnni",
         intrinsics="immintrin.h"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order

@@ -84,11 +84,6 @@ def product_name(isa: str) -> str:
     return f"tq_product__{isa}"
 
 
-def product_int8_name(isa: str) -> str:
-    """The ISA's integer dense product, in the same file: prefill's tiles on the integer paths."""
-    return f"tq_product_int8__{isa}"
-
-
 def product_rows(isa: str) -> int:
     """Rows of the product's register tile: 6 on 16 registers (12 accumulators of two
     registers a row, a broadcast, two of b), 12 on 32 (AVX-512's; NEON's V is a pair of
@@ -179,9 +174,8 @@ def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
         files.append((ks[0].file, ks))
 
     for isa in cfg.isas:
-        product_file = f"{isa}/product-{isa}.cpp"
-        files.append((product_file, [Kernel("product", 0, None, isa, product_name(isa), product_file),
-                                     Kernel("product_int8", 0, None, isa, product_int8_name(isa), product_file)]))
+        files.append((f"{isa}/product-{isa}.cpp",
+                      [Kernel("product", 0, None, isa, product_name(isa), f"{isa}/product-{isa}.cpp")]))
         for d in cfg.head_dims:
             add(("rotate", "unrotate"), d, None, isa)
         for kernel in BIT_KERNELS:
@@ -202,8 +196,7 @@ def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
     scalar ones for every ISA (the layout alone), score_int and accumulate_int pointer
     expressions (int_kernels_isa's kernels, or nullptr)."""
     rotations = [dict(head_dim=d, isa=isa, rotate=kernel_name("rotate", d, None, isa),
-                      unrotate=kernel_name("unrotate", d, None, isa), product=product_name(isa),
-                      product_int8=product_int8_name(isa))
+                      unrotate=kernel_name("unrotate", d, None, isa), product=product_name(isa))
                  for isa in cfg.isas for d in cfg.head_dims]
     variants = []
     for isa in cfg.isas:
@@ -241,11 +234,9 @@ def outputs(cfg: Config) -> list[Output]:
         if k.kind == "product":
             rows = product_rows(k.isa)
             ops = (f"per {rows} rows x {2 * isa.lanes} columns and step of k: {2 * rows} vector multiply-adds, "
-                   f"2 loads of b, {rows} broadcasts of a; int8, per step of 4: {2 * rows} byte dot products, "
                    f"2 loads of b, {rows} broadcasts of a" if isa.family == "simd"
-                   else "per element of c and step of k: 1 multiply, 1 add (int8: in int32)")
-            ctx = dict(isa=k.isa, arch=isa.arch, lanes=isa.lanes, rows=rows, name=k.symbol, ops=ops,
-                       int8_name=ks[1].symbol, byte_dot_extension=isa.byte_dot_extension)
+                   else "per element of c and step of k: 1 multiply, 1 add")
+            ctx = dict(isa=k.isa, arch=isa.arch, lanes=isa.lanes, rows=rows, name=k.symbol, ops=ops)
             # The product depends on the ISA alone; the generator still needs a head dim.
             outs.append(Output("product", path, f"{isa.family}/product.cpp.j2", ctx,
                                f"--head-dims {cfg.head_dims[0]} --isas {isas}"))

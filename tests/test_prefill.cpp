@@ -7,9 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <string>
-#include <utility>
-#include <vector>
 
 namespace {
 
@@ -78,11 +75,6 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
     fa_tq_config int8 = tq::test::config(4, 2);  // the levers, scored by the integer path
     int8.score = FA_TQ_SCORE_INT8;
     fa_tq_state* integer = fa_tq_init(d, int8, 5);
-    // Both integer paths, values centered, two sinks, lever blocks of 64.
-    fa_tq_config int8_both = tq::test::config(4, 2, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_BOTH, 64, 2, FA_TQ_SMOOTH_KEYS);
-    int8_both.score = FA_TQ_SCORE_INT8;
-    int8_both.value_sum = FA_TQ_VALUE_SUM_INT8;
-    fa_tq_state* integers = fa_tq_init(d, int8_both, 5);
     // Values centered too, two sinks and lever blocks of 64: a dense span's product blocks
     // run across lever blocks of keys and values, each with its own mean.
     fa_tq_state* both = fa_tq_init(
@@ -90,7 +82,6 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
     REQUIRE(levers);
     REQUIRE(none);
     REQUIRE(integer);
-    REQUIRE(integers);
     REQUIRE(both);
     const Case cases[] = {
         {4, 4, 1024, false, 0, 0, 600},   // a prompt: 3 tiles of 256 tokens (one head per KV head), spans of 256
@@ -103,17 +94,14 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
         {4, 2, 1024, false, 30, 30, 7},   // a tile of 14 rows: the fused kernels, not the dense product
         {4, 2, 1024, false, 0, 0, 1},
     };
-    for (const fa_tq_state* s : {levers, none, integer, integers, both})
+    for (const fa_tq_state* s : {levers, none, integer, both})
         for (const Case& c : cases)
             for (int threads : {1, 3}) {
                 const bool first_span = std::max(c.before, c.pos + c.n_tokens) <= FA_TQ_PARALLEL_CHUNK;
-                // Past the first span the batch normalizes each span's weights by its running
-                // sum, single calls by the whole range's: the integer value sum's bytes of a
-                // weight on a rounding edge then differ by one (its bound, test_accumulate_int.cpp),
-                // not by rounding.  Its tiles are checked against the fused kernels below.
-                if (s == integers && !first_span) continue;
-                const std::string path = s == integer ? "int8 scores" : s == integers ? "int8 scores and values" : "float";
-                CAPTURE(path);
+                // Past the first span the integer path's single calls score in int8 and the
+                // batch's dense spans in float: within that path's bound (test_score_int.cpp),
+                // not rounding.  Within it both run the same integer kernels.
+                if (s == integer && !first_span) continue;
                 CAPTURE(c.q_heads);
                 CAPTURE(c.kv_heads);
                 CAPTURE(c.ring);
@@ -125,9 +113,7 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
                 // outputs do not depend on how its tokens were split into calls (llama.cpp's
                 // server test); past them the batch rescales its running output per span of
                 // 256 (online softmax) and multiplies dense tiles' decoded spans, in another
-                // order than one pass or than the decode merge: measured below 2e-6.  On the
-                // integer paths the dense tiles compute the fused kernels' integers and
-                // floats (int_tiles.hpp): the same rounding, not the integer path's bound.
+                // order than one pass or than the decode merge: measured below 2e-6.
                 const double worst = batch_vs_single(s, d, c, threads);
                 if (first_span)
                     CHECK(worst == 0);
@@ -137,7 +123,6 @@ TEST_CASE("prefill: a batch leaves the cache of n_tokens single calls, and their
     fa_tq_free(levers);
     fa_tq_free(none);
     fa_tq_free(integer);
-    fa_tq_free(integers);
     fa_tq_free(both);
 }
 
@@ -194,52 +179,4 @@ TEST_CASE("prefill: a refused token leaves the cache and out as they were") {
         fa_tq_cache_free(cache);
     }
     fa_tq_free(s);
-}
-
-// The same tokens in one batch call (tiles of 16 rows and more: the dense tiles past the
-// first span) and in calls of at most 15 rows (the fused kernels on every span).
-TEST_CASE("prefill: on the integer paths the dense tiles give the fused kernels' bits") {
-    const int d = tq::test::main_head_dim();
-    std::vector<fa_tq_config> configs;
-    // Whole rates, and a fractional rate's two codebooks (where this build has them).
-    for (auto [kb, vb] : {std::pair{4.0f, 2.0f}, std::pair{3.5f, 4.0f}}) {
-        if (!tq::test::has_config(d, kb, vb)) continue;
-        configs.push_back(tq::test::config(kb, vb, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_NONE, 0, FA_TQ_NO_SINKS,
-                                           FA_TQ_SMOOTH_NONE));
-        configs.push_back(tq::test::config(kb, vb, FA_TQ_SCALE_FORMAT_F32, FA_TQ_CENTER_BOTH, 64, 2, FA_TQ_SMOOTH_KEYS));
-    }
-    for (fa_tq_config& c : configs) {
-        c.score = FA_TQ_SCORE_INT8;
-        c.value_sum = FA_TQ_VALUE_SUM_INT8;
-    }
-    for (const fa_tq_config& config : configs) {
-        fa_tq_state* s = fa_tq_init(d, config, 5);
-        REQUIRE(s);
-        for (auto [q_heads, kv_heads] : {std::pair{4, 4}, std::pair{6, 2}})
-            for (int threads : {1, 3}) {
-                CAPTURE(config.key_bits);
-                CAPTURE(config.center);
-                CAPTURE(q_heads);
-                CAPTURE(kv_heads);
-                CAPTURE(threads);
-                const int tokens = 600, group = q_heads / kv_heads, small = 15 / group;
-                const Inputs in(tokens, q_heads, kv_heads, d, 91);
-                const std::size_t q_row = std::size_t(q_heads) * d, kv_row = std::size_t(kv_heads) * d;
-                const Case c{q_heads, kv_heads, 1024, false, 0, 0, tokens};
-                fa_tq_cache* whole = new_cache(s, c, threads);
-                fa_tq_cache* pieces = new_cache(s, c, threads);
-                std::vector<float> want(std::size_t(tokens) * q_row), got(want.size());
-                REQUIRE(fa_tq_attention_batch(s, whole, 0, 0, tokens, in.q.data(), q_heads, in.k.data(), in.v.data(), 0.0f,
-                                              got.data()) == FA_TQ_OK);
-                for (int p = 0; p < tokens; p += small) {
-                    const int n = std::min(small, tokens - p);
-                    REQUIRE(fa_tq_attention_batch(s, pieces, 0, p, n, &in.q[p * q_row], q_heads, &in.k[p * kv_row],
-                                                  &in.v[p * kv_row], 0.0f, &want[p * q_row]) == FA_TQ_OK);
-                }
-                CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-                fa_tq_cache_free(whole);
-                fa_tq_cache_free(pieces);
-            }
-        fa_tq_free(s);
-    }
 }

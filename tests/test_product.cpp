@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -77,61 +76,5 @@ TEST_CASE("product: every head dim's table of an ISA holds that ISA's one produc
     for (const tq_bit_kernels& v : tq::variants()) {
         CAPTURE(v.head_dim);
         CHECK((tq::find(v.head_dim, tq::rate(v), tq::rate(v)).product == first.product));
-    }
-}
-
-TEST_CASE("product_int8: c = a b exactly in int32, every tile edge and extreme byte, and nothing else written") {
-    const tq_bit_kernels& v = tq::variants()[0];
-    const tq_kernels& kern = tq::find(v.head_dim, tq::rate(v), tq::rate(v));
-    REQUIRE((kern.product_int8 != nullptr));
-    constexpr std::int32_t kSentinel = -777777;
-    std::uint64_t state = 0x9e3779b97f4a7c15u;
-    auto next = [&] {  // xorshift: the bytes below
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        return state;
-    };
-    for (int extreme : {0, 1})
-        for (std::size_t m : {1, 2, 5, 6, 7, 11, 12, 13, 25})
-            for (std::size_t n : {1, 7, 8, 9, 16, 17, 31, 32, 33, 64, 80})
-                for (std::size_t k : {0, 4, 8, 64, 260}) {
-                    CAPTURE(extreme);
-                    CAPTURE(m);
-                    CAPTURE(n);
-                    CAPTURE(k);
-                    // b's groups are read to the 16-column boundary past n (64 bytes), no further.
-                    const std::size_t readable = (n + 15) / 16 * 16 * 4;
-                    const std::size_t lda = k + 3, ldb = readable + 20, ldc = n + 4, groups = k / 4;
-                    std::vector<std::uint8_t> a(m * lda);
-                    for (auto& x : a) x = extreme ? 254 : std::uint8_t(next() % 255);
-                    std::vector<std::int8_t> b(groups ? (groups - 1) * ldb + readable : 0);
-                    for (std::size_t i = 0; i < b.size(); ++i) {
-                        const bool used = i % ldb < 4 * n;  // past n: any byte, -128 too
-                        b[i] = used ? std::int8_t(extreme ? ((i / 5) % 2 ? 127 : -127) : int(next() % 255) - 127)
-                                    : std::int8_t(next() % 256);
-                    }
-                    std::vector<std::int32_t> c((m + 1) * ldc, kSentinel);  // one row past m
-                    kern.product_int8(m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
-                    int bad = 0;
-                    for (std::size_t i = 0; i <= m; ++i)
-                        for (std::size_t j = 0; j < ldc; ++j) {
-                            long long exact = kSentinel;
-                            if (i < m && j < n) {
-                                exact = 0;
-                                for (std::size_t p = 0; p < k; ++p)
-                                    exact += (long long)a[i * lda + p] * b[(p / 4) * ldb + 4 * j + p % 4];
-                            }
-                            bad += c[i * ldc + j] != exact;
-                        }
-                    CHECK(bad == 0);
-                }
-}
-
-TEST_CASE("product_int8: every head dim's table of an ISA holds that ISA's one integer product") {
-    const tq_kernels& first = tq::find(tq::variants()[0].head_dim, tq::rate(tq::variants()[0]), tq::rate(tq::variants()[0]));
-    for (const tq_bit_kernels& v : tq::variants()) {
-        CAPTURE(v.head_dim);
-        CHECK((tq::find(v.head_dim, tq::rate(v), tq::rate(v)).product_int8 == first.product_int8));
     }
 }

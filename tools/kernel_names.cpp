@@ -4,7 +4,7 @@ namespace tq::cli {
 namespace {
 
 #define TQ_KERNEL(KIND, D, EIGHTHS, ISA, SYMBOL, FILE) {#KIND, D, EIGHTHS, #ISA, #SYMBOL, FILE},
-#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT, PRODUCT_INT8)
+#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT)
 #define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT, ACCUMULATE_INT)
 constexpr KernelRef kKernels[] = {
 #include "kernels.inc"

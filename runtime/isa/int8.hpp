@@ -31,17 +31,14 @@ struct Table {
     alignas(16) std::int8_t v[Size];
 };
 
-// round(c / step), half away from zero: one entry of a table.
-constexpr std::int8_t level(float c, float step) {
-    const double x = double(c) / double(step);
-    return static_cast<std::int8_t>(x >= 0 ? int(x + 0.5) : -int(-x + 0.5));
-}
-
 template <int N>
 constexpr Table<(N <= 16 ? 16 : 32)> table(const float (&c)[N], float step) {
     static_assert(N <= 32, "the integer path looks up at most 32 levels per codebook");
     Table<(N <= 16 ? 16 : 32)> t{};
-    for (int l = 0; l < N; ++l) t.v[l] = level(c[l], step);
+    for (int l = 0; l < N; ++l) {
+        const double x = double(c[l]) / double(step);
+        t.v[l] = static_cast<std::int8_t>(x >= 0 ? int(x + 0.5) : -int(-x + 0.5));
+    }
     return t;
 }
 
@@ -101,38 +98,32 @@ template <int O>
     return std::bit_cast<float>(m);
 }
 
-// Writes out[i] = Q_i for i < n (natural order) and returns s_q: 0, with every Q_i 0,
-// for a zero query and for one whose largest |q_i| is below 2^-120, where 127 / max
+// Writes out[k] = Q_{coords[k]} for k < lanes (0 where coords[k] < 0; coords
+// null: natural order, lanes == D) and returns s_q: 0, with every Q_i 0, for a
+// zero query and for one whose largest |q_i| is below 2^-120, where 127 / max
 // would overflow to +inf (0 * inf is NaN, which no integer conversion may see);
 // such a query's exact scores are below 2^-115 of the key's norm.
 // |q_i - s_q Q_i| <= s_q (1/2 + 2^-14): the half of the rounding to an integer, and
 // |q_i| <= 127 s_q times the three float roundings of 127 / max, q_i · (127 / max) and
-// max / 127 (3 · 127 · 2^-24 < 2^-14).  A loop compilers vectorize.  The prefill's
-// integer tiles call it for their rows (runtime/src/int_tiles.cpp): the same Q_i.
-[[gnu::always_inline]] inline float round_query(const float* q, int n, std::int8_t* out) {
-    const float max = max_magnitude(q, n);
+// max / 127 (3 · 127 · 2^-24 < 2^-14).  The Q_i are
+// rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
+template <int D>
+[[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
+    const float max = max_magnitude(q, D);
     const float inv = max >= 0x1p-120f ? 127.0f / max : 0.0f;
-    for (int i = 0; i < n; ++i) {
+    std::int8_t natural[D];  // a local: no store into it can alias q, so the loop vectorizes
+    for (int i = 0; i < D; ++i) {
         float r = std::nearbyint(q[i] * inv);
         r = r > 127.0f ? 127.0f : r;
         r = r < -127.0f ? -127.0f : r;
-        out[i] = static_cast<std::int8_t>(static_cast<int>(r));
+        natural[i] = static_cast<std::int8_t>(static_cast<int>(r));
     }
-    return inv > 0 ? max / 127.0f : 0.0f;
-}
-
-// round_query's Q, with out[k] = Q_{coords[k]} for k < lanes (0 where coords[k] < 0;
-// coords null: natural order, lanes == D): rounded in coordinate order, then moved to lanes.
-template <int D>
-[[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
-    std::int8_t natural[D];  // a local: no store into it can alias q, so the loop vectorizes
-    const float s_q = round_query(q, D, natural);
     if (!coords)
         std::memcpy(out, natural, D);
     else  // the kernels' lane orders are constants: unrolled, each move is one load and one store
 #pragma GCC unroll 1024
         for (int k = 0; k < lanes; ++k) out[k] = coords[k] < 0 ? 0 : natural[coords[k]];
-    return s_q;
+    return inv > 0 ? max / 127.0f : 0.0f;
 }
 
 // The integer value sum's chunk: values whose weights share one scale s_w.

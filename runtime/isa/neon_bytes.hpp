@@ -204,11 +204,6 @@ inline B weight_bytes(std::uint32_t four) {
 }
 inline J zero_sums() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
 inline J add_sums(J a, J b) { return {vaddq_s32(a.lo, b.lo), vaddq_s32(a.hi, b.hi)}; }
-// The sums to 8 int32s at p: the integer dense product's.
-inline void store_sums(std::int32_t* p, J x) {
-    vst1q_s32(p, x.lo);
-    vst1q_s32(p + 4, x.hi);
-}
 // Both paths multiply signed bytes: the weights are biased (U - 127, int8.hpp).
 // Without sdot, products widened to int16 and each 4 bytes' summed in their own
 // int32 lane (dot_bytes' lanes mix them: only its total is sdot's).

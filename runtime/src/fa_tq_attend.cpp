@@ -280,10 +280,7 @@ struct DecodeJob {
 // weights are exp(s - m) / total and the row's output so far is scaled by
 // old_sum exp(old_max - m) / total, both at most 1.  A tile of kDenseRows rows or more
 // decodes each block of slots past the first span once and multiplies densely
-// (DenseRun), the levers applied to the decoded keys and values; where the state's
-// score or value sum is the integer path, those blocks are unpacked to int8 centroids
-// instead and multiplied in integers (int_tiles.hpp), the levers applied as the fused
-// kernels apply them.
+// (DenseRun), the levers applied to the decoded keys and values.
 struct PrefillJob {
     static constexpr std::size_t kTileRows = 256;
     static constexpr std::size_t kSpan = FA_TQ_PARALLEL_CHUNK;
@@ -303,11 +300,7 @@ struct PrefillJob {
     float* scores;    // [task][tile rows][kSpan]
     float* q_smooth;  // [task][tile rows + 2][d]
     float* decoded;   // [task][2][dense_block][d]: a dense tile's decoded keys or values, the keys transposed
-    IntScratch int_scratch;   // [task]: rows and codes kIntBlock * d bytes each, sums kIntRows * max(d, kIntBlock)
-    std::uint8_t* int_bytes;  // [task][tile rows][d + kIntBlock]: the rounded queries, then weights
-    float* int_scales;        // [task][2][tile rows]: the queries' and the weights' scales
-    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain; original past a
-                      // float dense tile's first span)
+    float* acc;       // [kv head][token][group][d], running and normalized (rotated domain; original past a dense tile's first span)
     double* extra;    // [kv head][token][group][d], running (original domain: means and sinks)
     Partial* running; // [kv head][token][group]
     float* out;
@@ -320,26 +313,12 @@ struct PrefillJob {
 
     static void task(void* arg, int index) { static_cast<const PrefillJob*>(arg)->run(index); }
 
-    static std::size_t int_sums(int d) { return kIntRows * std::max(std::size_t(d), kIntBlock); }
-
     void run(int index) const {
         const std::size_t t = std::size_t(index), g = t / tile_tasks, rows = tile_tokens * std::size_t(at.group);
-        const std::size_t dim = std::size_t(d);
-        const std::size_t block_floats = kIntBlock * dim / 4;
-        const IntTask it{{int_scratch.rows + t * block_floats, int_scratch.codes + t * block_floats,
-                          int_scratch.sums + t * int_sums(d)},
-                         int_bytes + t * rows * (dim + kIntBlock), int_scales + t * 2 * rows};
         for (std::size_t tile = t % tile_tasks; tile < tiles; tile += tile_tasks)
-            run_tile(int(g), tile, scores + t * rows * kSpan, q_smooth + t * (rows + 2) * dim,
-                     decoded + t * 2 * dense_block(d) * dim, it);
+            run_tile(int(g), tile, scores + t * rows * kSpan, q_smooth + t * (rows + 2) * std::size_t(d),
+                     decoded + t * 2 * dense_block(d) * std::size_t(d));
     }
-
-    // A task's share of the integer tiles' scratch.
-    struct IntTask {
-        IntScratch s;
-        std::uint8_t* bytes;  // tile rows x d rounded queries, then tile rows x kIntBlock weights
-        float* scales;        // tile rows queries' scales, then tile rows weights'
-    };
 
     // A dense span's keys (or values) of consecutive slots, decoded into a tile's buffer
     // across the span's pieces (each with its own levers) and multiplied a block of up to
@@ -401,7 +380,7 @@ struct PrefillJob {
         run.count = 0;
     }
 
-    void run_tile(int g, std::size_t tile, float* sc, float* qs, float* dec, const IntTask& it) const {
+    void run_tile(int g, std::size_t tile, float* sc, float* qs, float* dec) const {
         const tq_kernels& kern = *at.state->kernels;
         const fa_tq_stream& ks = at.lay.keys;
         const fa_tq_stream& vs = at.lay.values;
@@ -418,18 +397,8 @@ struct PrefillJob {
         // unrotated in place, and the later spans are dense.  Where even the tile's first
         // token sees past the first span, every span is dense.
         const bool dense = rows >= kDenseRows, dense_from_start = dense && std::size_t(pos + i0) >= kSpan;
-        const IntLevels& key_levels = at.state->key_levels;
-        const IntLevels& value_levels = at.state->value_levels;
-        // The integer tiles keep acc in the rotated domain, as the fused kernels do.
-        const bool values_int = value_levels.step > 0, original_acc = dense && !values_int;
         bool prepared = false, prepared_rotated = false;  // whether qs holds the tile's queries, and how
         const std::uint16_t* prepared_for = nullptr;       // the record they are smoothed by
-        bool rounded = false;                              // whether it.bytes holds the rows' rounded queries
-        const std::uint16_t* rounded_for = nullptr;        // the record they are smoothed by
-        std::uint8_t* q8 = it.bytes;
-        std::uint8_t* w8 = it.bytes + rows * std::size_t(d);
-        float* q8_scales = it.scales;
-        float* w8_scales = it.scales + rows;
         // Row r: token i0 + r / group, query head g * group + r % group, as given.
         auto query = [&](std::size_t r) {
             return q + (std::size_t(i0) + r / group) * n_q_heads * d + (std::size_t(g) * group + r % group) * d;
@@ -438,7 +407,7 @@ struct PrefillJob {
         auto prepare = [&](const std::uint16_t* sm, bool rotated) {
             if (prepared && prepared_for == sm && prepared_rotated == rotated) return;
             if (sm) at.ops.widen(sm + hd, std::size_t(d), smooth);
-            for (std::size_t r = 0; r < rows; ++r) {
+            for (std::size_t r = 0; r < rows; ++r) {  // the attend ops' loops: vectorized, the same bits
                 float* qr = qs + r * d;
                 std::copy(query(r), query(r) + d, qr);
                 if (sm) at.ops.affine_rows(qr, 1, std::size_t(d), smooth, nullptr);
@@ -448,14 +417,6 @@ struct PrefillJob {
             prepared = true;
             prepared_for = sm;
             prepared_rotated = rotated;
-        };
-        // The fused kernels' and the integer tiles' scores of rows r0..: the block mean's, added per row.
-        auto add_mean_scores = [&](const std::uint16_t* record, std::size_t r0, float* s, std::size_t count) {
-            at.ops.widen(record + hd, std::size_t(d), mean);
-            for (std::size_t r = r0; r < rows; ++r) {
-                const float offset = float(at.scale * at.ops.dot(query(r), mean, std::size_t(d)));
-                for (std::size_t t = 0; t < count; ++t) s[r * kSpan + t] += offset;
-            }
         };
         const std::size_t needed = std::size_t(pos + i1);  // slots the tile's last token sees
         for (std::size_t c0 = 0; c0 < needed; c0 += kSpan) {
@@ -485,26 +446,6 @@ struct PrefillJob {
                         continue;
                     }
                     const BlockData stored = stored_block(at.cache, at.lay, ks, pc.pos_begin);
-                    if (dense_span && key_levels.step > 0) {  // every row's queries rounded once per record
-                        const float* queries = q_rot + base * d;
-                        if (stored.smooth) {
-                            prepare(stored.smooth, true);
-                            queries = qs;
-                        }
-                        if (!rounded || rounded_for != stored.smooth) {
-                            for (std::size_t r = 0; r < rows; ++r)
-                                q8_scales[r] = at.ops.round_query(queries + r * d, std::size_t(d), q8 + r * d) *
-                                               key_levels.step;
-                            rounded = true;
-                            rounded_for = stored.smooth;
-                        }
-                        for (std::size_t t0 = s0; t0 < s1; t0 += kIntBlock)
-                            int_scores(kern, at.ops, key_levels, it.s, &ks.codes[(sbase + t0) * ks.code_bytes],
-                                       ks.code_bytes, kscale + t0, std::min(kIntBlock, s1 - t0), q8 + r0 * d,
-                                       q8_scales + r0, active, s + r0 * kSpan + (t0 - s0), kSpan);
-                        if (stored.mean) add_mean_scores(stored.mean, r0, s, s1 - s0);
-                        continue;
-                    }
                     if (dense_span) {  // the scaled queries once; sigma and mu go with the decoded keys
                         prepare(nullptr, false);
                         if (stored.smooth) at.ops.widen(stored.smooth + hd, std::size_t(d), smooth);
@@ -520,7 +461,13 @@ struct PrefillJob {
                     }
                     at.state->score(queries + r0 * d, active, &ks.codes[(sbase + s0) * ks.code_bytes], kscale + s0,
                                     s1 - s0, s + r0 * kSpan, kSpan);
-                    if (stored.mean) add_mean_scores(stored.mean, r0, s, s1 - s0);
+                    if (stored.mean) {  // the fused kernels' scores: the mean's, added per row
+                        at.ops.widen(stored.mean + hd, std::size_t(d), mean);
+                        for (std::size_t r = r0; r < rows; ++r) {
+                            const float offset = float(at.scale * at.ops.dot(query(r), mean, std::size_t(d)));
+                            for (std::size_t t = 0; t < s1 - s0; ++t) s[r * kSpan + t] += offset;
+                        }
+                    }
                 }
             flush_keys(dense_keys);
             // Each row's softmax over the slots its token sees, folded into its running state.
@@ -564,20 +511,13 @@ struct PrefillJob {
                     }
                     const std::uint16_t* stored = stored_block(at.cache, at.lay, vs, pc.pos_begin).mean;
                     if (stored) at.ops.widen(stored + hd, std::size_t(d), mean);
-                    if (dense_span && !values_int) {  // the mean added to the decoded values
+                    if (dense_span) {  // the mean added to the decoded values
                         decode_into(dense_values, *kern.value, vs, s0, s1, nullptr, stored ? mean : nullptr,
                                     [this](DenseRun& run) { flush_values(run); });
                         continue;
                     }
-                    if (dense_span)  // the integer tile: accumulate_int's chunks, every row at once
-                        for (std::size_t t0 = s0; t0 < s1; t0 += kIntBlock)
-                            int_values(kern, at.ops, value_levels, it.s, &vs.codes[(sbase + t0) * vs.code_bytes],
-                                       vs.code_bytes, vscale + t0, std::min(kIntBlock, s1 - t0),
-                                       w + r0 * kSpan + (t0 - s0), kSpan, active, w8, w8_scales,
-                                       acc + (base + r0) * d, std::size_t(d));
-                    else
-                        at.state->value_sum(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
-                                            vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
+                    at.state->value_sum(w + r0 * kSpan, kSpan, active, &vs.codes[(sbase + s0) * vs.code_bytes],
+                                        vscale + s0, s1 - s0, acc + (base + r0) * d, std::size_t(d));
                     if (stored) {  // the fused kernel's weights: the mean's share, per row
                         for (std::size_t r = r0; r < rows; ++r) {
                             double* ex = extra + (base + r) * d;
@@ -588,13 +528,13 @@ struct PrefillJob {
                     }
                 }
             flush_values(dense_values);
-            if (original_acc && c0 == 0 && !dense_from_start)  // every row saw the first span: its acc to the original domain
+            if (dense && c0 == 0 && !dense_from_start)  // every row saw the first span: its acc to the original domain
                 for (std::size_t r = 0; r < rows; ++r)
                     kern.unrotate(at.state->signs.data(), acc + (base + r) * d, acc + (base + r) * d);
         }
         for (std::size_t r = 0; r < rows; ++r) {
             float* o = out + (query(r) - q);
-            if (original_acc)
+            if (dense)
                 std::copy(acc + (base + r) * d, acc + (base + r + 1) * d, o);
             else
                 kern.unrotate(at.state->signs.data(), acc + (base + r) * d, o);
@@ -605,10 +545,7 @@ struct PrefillJob {
 
 // This thread's attention buffers, sized by reserve_* before anything is written.
 struct Scratch {
-    std::vector<float> q_rot, scores, q_smooth, decoded, acc, key_scales, value_scales, merged, int_scales;
-    std::vector<float> int_rows, int_codes;  // the batch's integer tiles (PrefillJob::IntTask)
-    std::vector<std::int32_t> int_sums;
-    std::vector<std::uint8_t> int_bytes;
+    std::vector<float> q_rot, scores, q_smooth, decoded, acc, key_scales, value_scales, merged;
     std::vector<double> extra, merged_extra;
     std::vector<Partial> partials;
     std::vector<Piece> pieces;
@@ -703,8 +640,8 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
         cache->run_tasks(n_q_heads, &DecodeJob::Merge::task, const_cast<DecodeJob::Merge*>(&merge));
 }
 
-int reserve_prefill(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay,
-                    int pos, int n_tokens, int n_q_heads) {
+int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
+                    int n_q_heads) {
     const int kv_heads = cache->num_heads, d = lay.head_dim, group = n_q_heads / kv_heads;
     const std::size_t n = std::size_t(pos) + std::size_t(n_tokens);
     const std::size_t tile_tokens = PrefillJob::tokens_per_tile(group);
@@ -716,14 +653,6 @@ int reserve_prefill(const char* fn, const fa_tq_state* state, const fa_tq_cache*
     try {
         s.resize(rows, tasks, tile_tokens * group, PrefillJob::kSpan, rows, f16 ? std::size_t(kv_heads) * n : 0, d);
         s.decoded.resize(tasks * 2 * PrefillJob::dense_block(d) * std::size_t(d));
-        if (state->key_levels.step > 0 || state->value_levels.step > 0) {
-            const std::size_t tile_rows = tile_tokens * group;
-            s.int_rows.resize(tasks * kIntBlock * std::size_t(d) / 4);
-            s.int_codes.resize(tasks * kIntBlock * std::size_t(d) / 4);
-            s.int_sums.resize(tasks * PrefillJob::int_sums(d));
-            s.int_bytes.resize(tasks * tile_rows * (std::size_t(d) + kIntBlock));
-            s.int_scales.resize(tasks * 2 * tile_rows);
-        }
         cut_pieces(cache, lay, 0, long(n) - 1, s.pieces);
     } catch (const std::bad_alloc&) {
         return fail(TQ_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory for " + std::to_string(n_tokens) +
@@ -753,9 +682,8 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     const float* ks = widen_all(attend, lay.keys, f16, n, s.key_scales.data());
     const float* vs = widen_all(attend, lay.values, f16, n, s.value_scales.data());
     const PrefillJob job{attend, pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,
-                         tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.decoded.data(),
-                         IntScratch{s.int_rows.data(), s.int_codes.data(), s.int_sums.data()}, s.int_bytes.data(), s.int_scales.data(),
-                         s.acc.data(), s.extra.data(), s.partials.data(), out};
+                         tile_tokens, tiles, tile_tasks, s.scores.data(), s.q_smooth.data(), s.decoded.data(), s.acc.data(),
+                         s.extra.data(), s.partials.data(), out};
     cache->run_tasks(int(std::size_t(kv_heads) * tile_tasks), &PrefillJob::task, const_cast<PrefillJob*>(&job));
 }
 

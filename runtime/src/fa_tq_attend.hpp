@@ -27,8 +27,8 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
 // Prefill: query token i (q, out: [n_tokens][n_q_heads][d]) attends over positions
 // 0..pos+i, all written, with slot = position (a linear cache, or a ring that has
 // not wrapped: pos + n_tokens <= max_seq_len).
-int reserve_prefill(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay,
-                    int pos, int n_tokens, int n_q_heads);
+int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
+                    int n_q_heads);
 void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
                     int n_tokens, const float* q, int n_q_heads, float scale, float* out);
 

@@ -116,7 +116,7 @@ extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cach
                                                     " tokens");
         }
         if (!wraps)
-            if (int rc = reserve_prefill(fn, state, cache, lay, pos, n_tokens, n_q_heads)) return rc;
+            if (int rc = reserve_prefill(fn, cache, lay, pos, n_tokens, n_q_heads)) return rc;
         for (int i = 0; i < n_tokens; ++i) {
             const float* qi = q + std::size_t(i) * q_row;
             int rc = wraps ? reserve_decode(fn, cache, lay, pos + i, n_q_heads) : FA_TQ_OK;

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "cache_line_allocator.hpp"
-#include "int_tiles.hpp"
 #include "thread_pool.hpp"
 #include "turboquant/turboquant.h"
 
@@ -32,8 +31,6 @@ struct fa_tq_state {
     std::vector<float> signs;  // ±1/sqrt(head_dim)
     tq_score_fn score;         // kernels->key->score or ->score_int, from fa_tq_config::score
     tq_accumulate_fn value_sum;  // kernels->value->accumulate or ->accumulate_int, from fa_tq_config::value_sum
-    // The integer paths' centroids for the batch's dense tiles: step 0 where the path is float.
-    tq::detail::IntLevels key_levels, value_levels;
 };
 
 // One kind (keys or values) of one layer: per KV head a stream of max_seq_len

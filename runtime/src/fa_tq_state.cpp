@@ -143,12 +143,7 @@ fa_tq_state* fa_tq_init(int head_dim, fa_tq_config config, uint64_t seed) {
         if (!value_sum) return nullptr;
         auto* state = new fa_tq_state{head_dim, kernels->key->rate_eighths, kernels->value->rate_eighths, scale_kind,
                                       seed, levers, kernels,
-                                      std::vector<float>(head_dim), score, value_sum,
-                                      score == kernels->key->score_int ? tq::detail::int_levels(*kernels->key)
-                                                                       : tq::detail::IntLevels{},
-                                      value_sum == kernels->value->accumulate_int
-                                          ? tq::detail::int_levels(*kernels->value)
-                                          : tq::detail::IntLevels{}};
+                                      std::vector<float>(head_dim), score, value_sum};
         tq_rotation_signs(head_dim, seed, state->signs.data());
         return state;
     });

@@ -19,14 +19,11 @@
 #define TQ_DECLARE_product(SYMBOL)                                                                  \
     void SYMBOL(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, \
                 size_t ldc, int accumulate);
-#define TQ_DECLARE_product_int8(SYMBOL)                                                             \
-    void SYMBOL(size_t m, size_t n, size_t k, const uint8_t* a, size_t lda, const int8_t* b, size_t ldb, int32_t* c, \
-                size_t ldc);
 #define TQ_DECLARE_pack(SYMBOL) void SYMBOL(const uint8_t* levels, uint8_t* code);
 #define TQ_DECLARE_unpack(SYMBOL) void SYMBOL(const uint8_t* code, uint8_t* levels);
 
 #define TQ_KERNEL(KIND, D, EIGHTHS, ISA, SYMBOL, FILE) namespace tq::ISA { TQ_DECLARE_##KIND(SYMBOL) }
-#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT, PRODUCT_INT8)
+#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT)
 #define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT, ACCUMULATE_INT)
 #include "kernels.inc"
 #undef TQ_KERNEL

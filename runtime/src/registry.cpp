@@ -90,7 +90,7 @@ Registry build_registry(const char* isa) {
             for (const auto& v : table)
                 if (usable(k, rot.head_dim) && usable(v, rot.head_dim))
                     r.tables.push_back(tq_kernels{rot.head_dim, r.isa, rot.rotate, rot.unrotate, &k.kernels,
-                                                  &v.kernels, rot.product, rot.product_int8});
+                                                  &v.kernels, rot.product});
     }
     return r;
 }

@@ -8,15 +8,14 @@ namespace {
 
 #define TQ_KERNEL(KIND, D, EIGHTHS, ISA, SYMBOL, FILE)
 #define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT, ACCUMULATE_INT)
-#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT, PRODUCT_INT8) \
-    {D, #ISA, &tq::ISA::ROTATE, &tq::ISA::UNROTATE, &tq::ISA::PRODUCT, &tq::ISA::PRODUCT_INT8},
+#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT) {D, #ISA, &tq::ISA::ROTATE, &tq::ISA::UNROTATE, &tq::ISA::PRODUCT},
 constexpr RotationEntry kRotations[] = {
 #include "kernels.inc"
 };
 #undef TQ_ROTATION
 #undef TQ_VARIANT
 
-#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT, PRODUCT_INT8)
+#define TQ_ROTATION(D, ISA, ROTATE, UNROTATE, PRODUCT)
 #define TQ_VARIANT(D, RATE, ISA, ENCODE, DECODE, SCORE, ACCUMULATE, PACK, UNPACK, SCORE_INT, ACCUMULATE_INT)                               \
     {#ISA,                                                                                                       \
      {D, tq::codebooks::d##D##_b##RATE::kBits, tq::codebooks::d##D##_b##RATE::kRateEighths,                       \

@@ -13,7 +13,6 @@ struct RotationEntry {
     tq_rotate_fn rotate;
     tq_rotate_fn unrotate;
     tq_product_fn product;  // the ISA's, in every head dim's row
-    tq_product_int8_fn product_int8;
 };
 
 struct VariantEntry {

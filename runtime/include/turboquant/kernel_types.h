@@ -67,15 +67,6 @@ typedef void (*tq_accumulate_fn)(const float* weights, size_t weight_stride, siz
  * are read, not used); c is written at j < n only. */
 typedef void (*tq_product_fn)(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b,
                               size_t ldb, float* c, size_t ldc, int accumulate);
-/* The ISA's integer dense product (one for every head dim), prefill's tiles on the
- * integer paths: c[i*ldc + j] = sum_p a[i*lda + p] * b[(p/4)*ldb + 4*j + p%4], exact in
- * int32, for i < m, j < n, p < k.  k is a multiple of 4; a's bytes are at most 254 and
- * b's at most 127 in magnitude (so |c| <= 254 * 127 * k < 2^31 for k < 2^16).  b holds
- * per group of four p each column's four bytes; its rows must be readable to 64 bytes
- * per 16 columns past their first (columns n and up are read, not used); c is written at
- * j < n only. */
-typedef void (*tq_product_int8_fn)(size_t m, size_t n, size_t k, const uint8_t* a, size_t lda, const int8_t* b,
-                                   size_t ldb, int32_t* c, size_t ldc);
 /* The packed layout alone: d levels (each < 2^b, 2^(b+1) for the high-rate
  * coordinates of a fractional rate) <-> code_bytes bytes. */
 typedef void (*tq_pack_fn)(const uint8_t* levels, uint8_t* code);
@@ -125,7 +116,6 @@ typedef struct tq_kernels {
     const tq_bit_kernels* key;
     const tq_bit_kernels* value;
     tq_product_fn product;
-    tq_product_int8_fn product_int8;
 } tq_kernels;
 
 #ifdef __cplusplus
