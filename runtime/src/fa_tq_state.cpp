@@ -68,40 +68,38 @@ bool resolve_levers(const fa_tq_config& c, fa_tq_levers& out) {
     return true;
 }
 
-// The score kernel config.score asks for, or null (with a message).
-tq_score_fn resolve_score(const fa_tq_config& c, const tq_bit_kernels& key) {
+// The kernel an arithmetic field of the config asks for (config.score, .value_sum: 0
+// default, 1 float, 2 int8, the same numbers in both enums), or null (with a message).
+static_assert(FA_TQ_SCORE_FLOAT == 1 && FA_TQ_SCORE_INT8 == 2 && FA_TQ_VALUE_SUM_FLOAT == 1 &&
+              FA_TQ_VALUE_SUM_INT8 == 2);
+template <class Kernel>
+Kernel resolve_arithmetic(int asked, int fallback, Kernel float_kernel, Kernel int_kernel, int rate_eighths,
+                          const char* field, const char* type, const char* role, const char* letter) {
     using tq::detail::fail;
-    switch (raw(c.score) == FA_TQ_SCORE_DEFAULT ? kDefaultScore : raw(c.score)) {
-        case FA_TQ_SCORE_FLOAT: return key.score;
-        case FA_TQ_SCORE_INT8:
-            if (key.score_int) return key.score_int;
-            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: config.score int8 needs key codebooks of at most 32 levels; K" +
-                                           tq::detail::rate_text(key.rate_eighths) +
-                                           " has more (key bits <= 5 have an integer path)");
+    switch (asked == 0 ? fallback : asked) {
+        case 1: return float_kernel;
+        case 2:
+            if (int_kernel) return int_kernel;
+            fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: config.") + field + " int8 needs " + role +
+                                           " codebooks of at most 32 levels; " + letter +
+                                           tq::detail::rate_text(rate_eighths) + " has more (" + role +
+                                           " bits <= 5 have an integer path)");
             return nullptr;
         default:
-            fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.score " + std::to_string(raw(c.score)) +
-                                                " is not an fa_tq_score (0 default, 1 float, 2 int8)");
+            fail(TQ_ERROR_INVALID_ARGUMENT, std::string("fa_tq_init: config.") + field + " " + std::to_string(asked) +
+                                                " is not an " + type + " (0 default, 1 float, 2 int8)");
             return nullptr;
     }
 }
 
-// The value sum kernel config.value_sum asks for, or null (with a message).
+tq_score_fn resolve_score(const fa_tq_config& c, const tq_bit_kernels& key) {
+    return resolve_arithmetic(raw(c.score), kDefaultScore, key.score, key.score_int, key.rate_eighths, "score",
+                              "fa_tq_score", "key", "K");
+}
+
 tq_accumulate_fn resolve_value_sum(const fa_tq_config& c, const tq_bit_kernels& value) {
-    using tq::detail::fail;
-    switch (raw(c.value_sum) == FA_TQ_VALUE_SUM_DEFAULT ? kDefaultValueSum : raw(c.value_sum)) {
-        case FA_TQ_VALUE_SUM_FLOAT: return value.accumulate;
-        case FA_TQ_VALUE_SUM_INT8:
-            if (value.accumulate_int) return value.accumulate_int;
-            fail(TQ_ERROR_UNSUPPORTED, "fa_tq_init: config.value_sum int8 needs value codebooks of at most 32 levels; V" +
-                                           tq::detail::rate_text(value.rate_eighths) +
-                                           " has more (value bits <= 5 have an integer path)");
-            return nullptr;
-        default:
-            fail(TQ_ERROR_INVALID_ARGUMENT, "fa_tq_init: config.value_sum " + std::to_string(raw(c.value_sum)) +
-                                                " is not an fa_tq_value_sum (0 default, 1 float, 2 int8)");
-            return nullptr;
-    }
+    return resolve_arithmetic(raw(c.value_sum), kDefaultValueSum, value.accumulate, value.accumulate_int,
+                              value.rate_eighths, "value_sum", "fa_tq_value_sum", "value", "V");
 }
 }  // namespace
 
