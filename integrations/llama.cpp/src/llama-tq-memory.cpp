@@ -29,8 +29,8 @@ constexpr llama_pos k_serial_positions = 1024;
 
 // LLAMA_TQ_ARITHMETIC (environment): "float" (or unset) keeps the library's float scores
 // and value sums; "int8" asks for its integer paths (docs/kernels.md) for K and for V
-// wherever their rate has one (5 bits and below), float above.  llama_context_params has
-// no field for it, and the cache types name rates only.
+// wherever their rate's kernels have one (5 bits and below), float above.
+// llama_context_params has no field for it, and the cache types name rates only.
 bool integer_arithmetic() {
     const char * v = std::getenv("LLAMA_TQ_ARITHMETIC");
     if (v == nullptr || std::strcmp(v, "float") == 0) {
@@ -94,9 +94,11 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     fa_tq_config config = fa_tq_config_default();
     config.key_bits = llama_tq_type_bits(params.type_k);
     config.value_bits = llama_tq_type_bits(params.type_v);
-    if (integer_arithmetic()) {
-        config.score = config.key_bits <= 5 ? FA_TQ_SCORE_INT8 : FA_TQ_SCORE_FLOAT;
-        config.value_sum = config.value_bits <= 5 ? FA_TQ_VALUE_SUM_INT8 : FA_TQ_VALUE_SUM_FLOAT;
+    const tq_kernels * kern = nullptr;  // none: fa_tq_init below refuses the rates
+    if (integer_arithmetic() && tq_find(n_embd_head, config.key_bits, config.value_bits, &kern) == TQ_OK) {
+        // The integer paths wherever the build's kernels for these rates have them.
+        config.score = kern->key->score_int ? FA_TQ_SCORE_INT8 : FA_TQ_SCORE_FLOAT;
+        config.value_sum = kern->value->accumulate_int ? FA_TQ_VALUE_SUM_INT8 : FA_TQ_VALUE_SUM_FLOAT;
         LLAMA_LOG_INFO("%s: tq KV cache: %s scores, %s value sums (LLAMA_TQ_ARITHMETIC=int8)\n", __func__,
                        config.score == FA_TQ_SCORE_INT8 ? "integer" : "float",
                        config.value_sum == FA_TQ_VALUE_SUM_INT8 ? "integer" : "float");
