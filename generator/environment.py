@@ -51,6 +51,7 @@ def make_environment() -> jinja2.Environment:
         dword_lanes=cxx.dword_lanes,
         byte_registers=int_layout.byte_registers,
         byte_levels_expr=int_layout.byte_levels_expr,
+        has_residual_query=int_layout.has_residual_query,
         natural_byte_lanes=int_layout.natural_byte_lanes,
         planes=planes,
         segments=segments,

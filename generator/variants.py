@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import hadamard
 import isas as isa_table
-from int_layout import has_integer_path
+from int_layout import has_integer_path, has_residual_query
 from layout import Rate, code_bytes, needs_level_array, segments, simd_needs_padding, simd_read_size
 
 ISAS = isa_table.NAMES
@@ -120,8 +120,11 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
                   f"{search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
         "score": f"per key: {d} centroid lookups (shared by a block of queries), per query {d} multiply-adds, 1 multiply (scale)",
-        "score_int": f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (shared by a block of queries), "
-                     f"per query {d} int8 multiply-adds into int32, 2 multiplies (scales)",
+        "score_int": (f"per query: {d} roundings to int8 and {d} of the residual; per key: {d} int8 centroid lookups "
+                      f"(shared by a block of queries), per query {2 * d} int8 multiply-adds into int32, 1 multiply-add "
+                      f"(the two sums), 2 multiplies (scales)") if has_residual_query(d, rate) else
+                     (f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (shared by a block of queries), "
+                      f"per query {d} int8 multiply-adds into int32, 2 multiplies (scales)"),
         "accumulate": f"per value: {d} centroid lookups, {d} multiply-adds, 1 multiply (weight x scale)",
         "accumulate_int": f"per value and query: 1 multiply (weight x scale), 1 rounding to a byte; per value: {d} int8 "
                           f"centroid lookups (shared by a block of queries), per query {d} int8 multiply-adds into int32; "

@@ -6,7 +6,9 @@ Per coordinate, in units of the coordinate variance 1/d: the table's rounding
 sum_l P(l) (c_l - step T_l)^2 (P(l): the level's probability for a Gaussian coordinate,
 step = max|c| / 127, T_l = round(c_l / step)) and the query's, s_q^2 / 12 with
 s_q = max|q| / 127 and max|q| about 3.5 standard deviations (in units of the query's
-variance, which scales all three terms alike), against the codebook's own MSE.
+variance, which scales all three terms alike), against the codebook's own MSE; and
+what the two add where the query keeps its residual (R_i, 254 steps per step of Q_i:
+the query's term / 254^2), as it does for 32-level codebooks.
 
 Usage: int8_table_error.py path/to/tq-codebook [head_dim]
 """
@@ -30,8 +32,8 @@ def main() -> None:
     cdf = lambda x: 0.5 * (1 + math.erf(x / (sigma * math.sqrt(2))))
     query = (3.5 / 127) ** 2 / 12  # in units of sigma^2
     print(f"head dim {d}: per coordinate, in units of 1/d")
-    print("| key bits | levels | codebook MSE | table rounding | query rounding | added |")
-    print("|---|---|---|---|---|---|")
+    print("| key bits | levels | codebook MSE | table rounding | query rounding | added | added, with the residual |")
+    print("|---|---|---|---|---|---|---|")
     for bits in (4, 5, 6, 8):
         cb = codebook(tool, d, bits)
         c, b = cb["centroids"], cb["boundaries"]
@@ -41,8 +43,9 @@ def main() -> None:
                     for i, x in enumerate(c)) * d
         mse = cb["mse_per_coordinate"] * d
         added = 100 * (table + query) / mse
-        print(f"| {bits} | {len(c)} | {mse:.2g} | {table:.2g} | {query:.2g} | +{added:.2g}% |" if added < 10 else
-              f"| {bits} | {len(c)} | {mse:.2g} | {table:.2g} | {query:.2g} | +{added:.0f}% |")
+        fine = 100 * (table + query / 254 ** 2) / mse
+        percent = lambda x: f"+{x:.2g}%" if x < 10 else f"+{x:.0f}%"
+        print(f"| {bits} | {len(c)} | {mse:.2g} | {table:.2g} | {query:.2g} | {percent(added)} | {percent(fine)} |")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 // The integer score path (score_int): within the bound docs/kernels.md derives from
-// its int8 roundings of the exact score over the decoded levels, for every variant
+// its int8 roundings of the exact score over the decoded levels (and within the query's
+// rounding alone of the score over the int8 tables' centroids), for every variant
 // that has one; each query of a group scored bit for bit as alone; chosen by
 // fa_tq_config.score, and the cache's attention within that bound's reach.
 #include "test_support.hpp"
@@ -38,30 +39,59 @@ float int8_step(const tq_bit_kernels& v) {
     return top / 127.0f;
 }
 
+// Whether the variant rounds the query to two bytes, Q and its residual R (codebooks
+// of 32 levels, docs/kernels.md): the query's rounding is then 1/508 of s_q, not 1/2.
+bool residual_query(const tq_bit_kernels& v) { return v.bits + (v.high_coords ? 1 : 0) == 5; }
+
+// e_q / s_q: the query's rounding in units of s_q = max|q| / 127 (int8::quantize_query).
+double query_rounding(const tq_bit_kernels& v) { return (residual_query(v) ? 1.0 / 508 : 0.5) + 0x1p-14; }
+
 // |score_int - scale <q, c[levels]>| <= scale (step/2 sum|q_i| + e_q sum|c_i| + d e_q step/2)
-// with e_q = s_q (1/2 + 2^-14), s_q = max|q| / 127 (docs/kernels.md), plus the
-// three float products' roundings (2^-22 of the result) and a 1e-6 relative slack on
-// the bound's own float evaluation.
+// with e_q = s_q (1/2 + 2^-14), or s_q (1/508 + 2^-14) with the residual, s_q = max|q| /
+// 127 (docs/kernels.md), plus the float steps' roundings (the three products: 2^-22 of
+// the result; with the residual also the step over 254 and the sums' fused multiply-add:
+// 2^-21) and a 1e-6 relative slack on the bound's own float evaluation.
 double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale, double exact) {
     const int d = v.head_dim;
     const double step = int8_step(v);
     float top = 0;
     for (float x : q) top = std::max(top, std::fabs(x));
-    const double e_q = double(top / 127.0f) * (0.5 + 0x1p-14);
+    const double e_q = double(top / 127.0f) * query_rounding(v);
     double sum_q = 0, sum_c = 0;
     for (int i = 0; i < d; ++i) {
         sum_q += std::fabs(q[i]);
         sum_c += std::fabs(tq::test::coord_centroids(v, i)[levels[i]]);
     }
     const double b = std::fabs(scale) * (step / 2 * sum_q + e_q * sum_c + d * e_q * step / 2);
-    return b * (1 + 1e-6) + 0x1p-22 * (std::fabs(exact) + b);
+    return b * (1 + 1e-6) + (residual_query(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
+}
+
+// The query's rounding alone: against the score over the int8 tables' centroids
+// step · T_l (T_l = round(c_l / step), as int8::table rounds), the difference is
+// scale Σ_i (q_i - s_q Q̃_i) step T_{l_i}, Q̃ the query's one or two bytes, so at most
+// scale e_q step Σ_i |T_{l_i}|, plus the float steps as in bound().  Tighter than
+// bound() by the table's rounding, which dominates it where the residual is kept: a
+// kernel that dropped the residual fails this one.
+double table_centroid(const tq_bit_kernels& v, int i, int level) {
+    const float step = int8_step(v);
+    return std::round(double(tq::test::coord_centroids(v, i)[level]) / double(step)) * double(step);
+}
+double query_bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale,
+                   double exact) {
+    float top = 0;
+    for (float x : q) top = std::max(top, std::fabs(x));
+    const double e_q = double(top / 127.0f) * query_rounding(v);
+    double sum_t = 0;
+    for (int i = 0; i < v.head_dim; ++i) sum_t += std::fabs(table_centroid(v, i, levels[i]));
+    const double b = std::fabs(scale) * e_q * sum_t;
+    return b * (1 + 1e-6) + (residual_query(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
 }
 
 constexpr std::size_t kCounts[] = {0, 1, 7, 8, 9, 33, 64};
 
 }  // namespace
 
-TEST_CASE("score_int: within the bound of its int8 roundings, for every variant that has it") {
+TEST_CASE("score_int: within the bounds of its int8 roundings, for every variant that has it") {
     int tested = 0;
     tq::test::for_each_variant([&](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
         const bool expected = v.bits + (v.high_coords ? 1 : 0) <= 5;
@@ -82,12 +112,17 @@ TEST_CASE("score_int: within the bound of its int8 roundings, for every variant 
                 std::vector<std::uint8_t> levels(d);
                 for (std::size_t t = 0; t < n; ++t) {
                     v.unpack(&keys.codes[t * v.code_bytes], levels.data());
-                    double exact = 0;
-                    for (int i = 0; i < d; ++i)
+                    double exact = 0, over_table = 0;
+                    for (int i = 0; i < d; ++i) {
                         exact += double(q_rot[i]) * tq::test::coord_centroids(v, i)[levels[i]];
+                        over_table += double(q_rot[i]) * table_centroid(v, i, levels[i]);
+                    }
                     exact *= keys.scales[t];
+                    over_table *= keys.scales[t];
                     CAPTURE(t);
                     CHECK(std::fabs(scores[t] - exact) <= bound(v, q_rot, levels.data(), keys.scales[t], exact));
+                    CHECK(std::fabs(scores[t] - over_table) <=
+                          query_bound(v, q_rot, levels.data(), keys.scales[t], over_table));
                 }
                 CHECK(scores[n] == -12345.0f);  // nothing written past n
             }
@@ -205,7 +240,7 @@ TEST_CASE("score_int: attention through the cache stays within the bound's reach
                 q1 += a;
                 q_top = std::max(q_top, a);
             }
-            const double e_q = q_top / 127 * (0.5 + 0x1p-14) * (1 + 1e-6);
+            const double e_q = q_top / 127 * query_rounding(v) * (1 + 1e-6);
             const int g = h / (q_heads / heads);
             for (int t = 0; t < n; ++t) {
                 // dequantize's layout: [position][head][d]

@@ -4,6 +4,9 @@
 //       per variant: the largest |c| of its codebooks over 127;
 //   query q_i ≈ s_q · Q_i,  Q_i = round(q_i · 127 / max|q|) in [-127, 127];
 //   score = key_scale · ((s_q · step) · Σ_i Q_i T[l_i]), the sum exact in int32;
+//   for 32-level codebooks (5 bits) the query's residual too, q_i ≈ s_q (Q_i + R_i / 254),
+//       R_i in [-127, 127], and score = key_scale · ((s_q · step / 254) ·
+//       (254 Σ_i Q_i T[l_i] + Σ_i R_i T[l_i])), both sums exact in int32;
 // and the integer value sum's (docs/kernels.md, "The integer value sum"):
 //   per chunk of up to 64 values, p_t = weight_t · value_scale_t ≈ s_w · U_t,
 //       U_t = round(p_t · 254 / max p) in [0, 254];
@@ -105,24 +108,38 @@ template <int O>
 // such a query's exact scores are below 2^-115 of the key's norm.
 // |q_i - s_q Q_i| <= s_q (1/2 + 2^-14): the half of the rounding to an integer, and
 // |q_i| <= 127 s_q times the three float roundings of 127 / max, q_i · (127 / max) and
-// max / 127 (3 · 127 · 2^-24 < 2^-14).  The Q_i are
-// rounded in coordinate order, a loop compilers vectorize, then moved to lanes.
+// max / 127 (3 · 127 · 2^-24 < 2^-14).
+// With residual (not null), also residual[k] = R_{coords[k]}, R_i = round(254 (x_i - Q_i))
+// in [-127, 127], x_i = q_i · (127 / max) in float (x_i - Q_i is exact in float: Q_i is
+// within half a unit of x_i, so Sterbenz's lemma holds where Q_i != 0), and then
+// |q_i - s_q (Q_i + R_i / 254)| <= s_q (1/508 + 2^-14): the half of R's rounding
+// over 254, the same three float roundings, and that of 254 (x_i - Q_i) (2^-25 s_q).
+// The Q_i and R_i are rounded in coordinate order, a loop compilers vectorize, then
+// moved to lanes.
+constexpr int kResidualSteps = 254;  // R_i's steps per step of Q_i
 template <int D>
-[[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out) {
+[[gnu::always_inline]] inline float quantize_query(const float* q, const int* coords, int lanes, std::int8_t* out,
+                                                    std::int8_t* residual = nullptr) {
     const float max = max_magnitude(q, D);
     const float inv = max >= 0x1p-120f ? 127.0f / max : 0.0f;
-    std::int8_t natural[D];  // a local: no store into it can alias q, so the loop vectorizes
+    std::int8_t natural[D], natural_residual[D];  // locals: no store into them can alias q, so the loop vectorizes
     for (int i = 0; i < D; ++i) {
-        float r = std::nearbyint(q[i] * inv);
+        const float x = q[i] * inv;
+        float r = std::nearbyint(x);
         r = r > 127.0f ? 127.0f : r;
         r = r < -127.0f ? -127.0f : r;
         natural[i] = static_cast<std::int8_t>(static_cast<int>(r));
+        if (residual) natural_residual[i] = static_cast<std::int8_t>(static_cast<int>(std::nearbyint((x - r) * float(kResidualSteps))));
     }
-    if (!coords)
-        std::memcpy(out, natural, D);
-    else  // the kernels' lane orders are constants: unrolled, each move is one load and one store
+    const auto to_lanes = [&](const std::int8_t* from, std::int8_t* to) {
+        if (!coords)
+            std::memcpy(to, from, D);
+        else  // the kernels' lane orders are constants: unrolled, each move is one load and one store
 #pragma GCC unroll 1024
-        for (int k = 0; k < lanes; ++k) out[k] = coords[k] < 0 ? 0 : natural[coords[k]];
+            for (int k = 0; k < lanes; ++k) to[k] = coords[k] < 0 ? 0 : from[coords[k]];
+    };
+    to_lanes(natural, out);
+    if (residual) to_lanes(natural_residual, residual);
     return inv > 0 ? max / 127.0f : 0.0f;
 }
 
