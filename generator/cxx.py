@@ -104,14 +104,23 @@ def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables
                         f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})")
 
 
-def simd_quantize_stmts(head_dim: int, bits, reg: int, lanes: int) -> list[str]:
+def grid_search(level_grid: bool, segment_bits: int) -> bool:
+    """Whether encode searches a segment's levels by a grid (runtime/isa/level_grid.hpp):
+    on ISAs with one (isas.py level_grid), for 3 to 5 bits (3 to 15 positive boundaries;
+    the search by halves takes one step below, and 64 levels need more cells above)."""
+    return level_grid and 3 <= segment_bits <= 5
+
+
+def simd_quantize_stmts(head_dim: int, bits, reg: int, lanes: int, level_grid: bool = False) -> list[str]:
     """Statements quantizing register r<reg> (coordinates reg*lanes..): a<reg> = |r<reg>|,
     j<reg>_<i> = the number of segment i's positive boundaries <= |r| (from the upper
-    halves bounds<i> of the boundary tables) for each segment the register holds, and
-    the levels l<reg> (docs/packed-format.md, "Levels")."""
+    halves bounds<i> of the boundary tables; with level_grid, in one step by the grids
+    grid<i> where they are usable) for each segment the register holds, and the levels
+    l<reg> (docs/packed-format.md, "Levels")."""
     parts = register_parts(head_dim, bits, reg * lanes, lanes)
     stmts = [f"const V a{reg} = abs_(r{reg});"]
-    stmts += [f"const I j{reg}_{i} = bucketize<{seg.bits - 1}>(a{reg}, bounds{i});" for i, seg, _, _ in parts]
+    grid = lambda i, seg: f", grid{i}" if grid_search(level_grid, seg.bits) else ""
+    stmts += [f"const I j{reg}_{i} = bucketize<{seg.bits - 1}{grid(i, seg)}>(a{reg}, bounds{i});" for i, seg, _, _ in parts]
     levels = _blend_parts(parts, lambda i, seg, lo, hi: f"mirror<{seg.bits}>(j{reg}_{i}, r{reg})")
     return stmts + [f"const I l{reg} = {levels};"]
 

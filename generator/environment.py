@@ -42,6 +42,7 @@ def make_environment() -> jinja2.Environment:
         packed_byte_stmts=cxx.packed_byte_stmts,
         simd_centroids=cxx.simd_centroids,
         simd_quantize_stmts=cxx.simd_quantize_stmts,
+        grid_search=cxx.grid_search,
         simd_magnitudes=cxx.simd_magnitudes,
         scalar_dense_stmts=hadamard_cxx.scalar_dense_stmts,
         simd_dense_stmts=hadamard_cxx.simd_dense_stmts,

@@ -62,6 +62,10 @@ class Isa:
     # kernels: <immintrin.h> alone is half of a small kernel's compile time.
     intrinsics: str = ""
     emulation: Emulation | None = None
+    # Encode's level search in one step, a grid cell's lookup and one compare
+    # (runtime/isa/level_grid.hpp), where <name>.hpp has bucketize<Bits, Grid>: for
+    # AVX-512, whose search by halves is bound on port 5 (docs/kernels.md).
+    level_grid: bool = False
 
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
@@ -72,7 +76,7 @@ ISAS = (
         _AVX2 + ' && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && '
         '__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")',
         target="avx512f,avx512bw,avx512vl,avx512dq,avx2", byte_lanes=64, byte_dot_extension="vnni",
-        intrinsics="immintrin.h",
+        intrinsics="immintrin.h", level_grid=True,
         emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2", "simde/x86/avx512.h")),
     Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, byte_dot_extension="vnni",
         intrinsics="immintrin.h"),

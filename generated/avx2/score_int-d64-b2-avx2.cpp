@@ -33,40 +33,51 @@ static void tq_score_int_d64_b2__avx2_queries_vnni(const float* q, const uint8_t
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][64];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][64];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<64>(q + j * 64, kLaneCoord, 64, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 64);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<64>(q + j * 64, kLaneCoord, 64, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums_vnni(qi[p][j], 64);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 0, 0, 2, 2>(load_windows<0, 8, 0, 8>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_vnni(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 4, 4, 6, 6>(load_windows<0, 8, 0, 8>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 32));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_vnni(sums[k][j], c, load_bytes(qi[k][j] + 32));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 16, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 16, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 TQ_AVX2_VNNI_END
@@ -88,40 +99,51 @@ static void tq_score_int_d64_b2__avx2_queries(const float* q, const uint8_t* cod
         32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][64];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][64];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<64>(q + j * 64, kLaneCoord, 64, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 64);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<64>(q + j * 64, kLaneCoord, 64, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 64);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 512);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 2, 2>(load_windows<0, 8, 0, 8>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<3, 4, 4, 6, 6>(load_windows<0, 8, 0, 8>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 32));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 32));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 16, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 16, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 

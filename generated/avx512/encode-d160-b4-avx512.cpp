@@ -6,6 +6,7 @@
 #if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/encode_range.hpp"
 #include "isa/avx512.hpp"
+#include "isa/level_grid.hpp"
 #include "turboquant/kernel_types.h"
 
 #include <cfloat>
@@ -125,35 +126,37 @@ int tq_encode_d160_b4__avx512(const float* signs, const float* x, int scale_kind
     r8 = mul(r8, inv);
     r9 = mul(r9, inv);
     const Table<8> bounds0(cb0::kBoundaryTable + 8);
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    static constexpr auto grid0 = level_grid::make<8>(cb0::kBoundaryTable + 8);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<3>(a0, bounds0);
+    const I j0_0 = bucketize<3, grid0>(a0, bounds0);
     const I l0 = mirror<4>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<3>(a1, bounds0);
+    const I j1_0 = bucketize<3, grid0>(a1, bounds0);
     const I l1 = mirror<4>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<3>(a2, bounds0);
+    const I j2_0 = bucketize<3, grid0>(a2, bounds0);
     const I l2 = mirror<4>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<3>(a3, bounds0);
+    const I j3_0 = bucketize<3, grid0>(a3, bounds0);
     const I l3 = mirror<4>(j3_0, r3);
     const V a4 = abs_(r4);
-    const I j4_0 = bucketize<3>(a4, bounds0);
+    const I j4_0 = bucketize<3, grid0>(a4, bounds0);
     const I l4 = mirror<4>(j4_0, r4);
     const V a5 = abs_(r5);
-    const I j5_0 = bucketize<3>(a5, bounds0);
+    const I j5_0 = bucketize<3, grid0>(a5, bounds0);
     const I l5 = mirror<4>(j5_0, r5);
     const V a6 = abs_(r6);
-    const I j6_0 = bucketize<3>(a6, bounds0);
+    const I j6_0 = bucketize<3, grid0>(a6, bounds0);
     const I l6 = mirror<4>(j6_0, r6);
     const V a7 = abs_(r7);
-    const I j7_0 = bucketize<3>(a7, bounds0);
+    const I j7_0 = bucketize<3, grid0>(a7, bounds0);
     const I l7 = mirror<4>(j7_0, r7);
     const V a8 = abs_(r8);
-    const I j8_0 = bucketize<3>(a8, bounds0);
+    const I j8_0 = bucketize<3, grid0>(a8, bounds0);
     const I l8 = mirror<4>(j8_0, r8);
     const V a9 = abs_(r9);
-    const I j9_0 = bucketize<3>(a9, bounds0);
+    const I j9_0 = bucketize<3, grid0>(a9, bounds0);
     const I l9 = mirror<4>(j9_0, r9);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {

@@ -6,6 +6,7 @@
 #if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/encode_range.hpp"
 #include "isa/avx512.hpp"
+#include "isa/level_grid.hpp"
 #include "turboquant/kernel_types.h"
 
 #include <cfloat>

@@ -6,6 +6,7 @@
 #if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/encode_range.hpp"
 #include "isa/avx512.hpp"
+#include "isa/level_grid.hpp"
 #include "turboquant/kernel_types.h"
 
 #include <cfloat>
@@ -150,53 +151,55 @@ int tq_encode_d256_b4__avx512(const float* signs, const float* x, int scale_kind
     r14 = mul(r14, inv);
     r15 = mul(r15, inv);
     const Table<8> bounds0(cb0::kBoundaryTable + 8);
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    static constexpr auto grid0 = level_grid::make<8>(cb0::kBoundaryTable + 8);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<3>(a0, bounds0);
+    const I j0_0 = bucketize<3, grid0>(a0, bounds0);
     const I l0 = mirror<4>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<3>(a1, bounds0);
+    const I j1_0 = bucketize<3, grid0>(a1, bounds0);
     const I l1 = mirror<4>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<3>(a2, bounds0);
+    const I j2_0 = bucketize<3, grid0>(a2, bounds0);
     const I l2 = mirror<4>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<3>(a3, bounds0);
+    const I j3_0 = bucketize<3, grid0>(a3, bounds0);
     const I l3 = mirror<4>(j3_0, r3);
     const V a4 = abs_(r4);
-    const I j4_0 = bucketize<3>(a4, bounds0);
+    const I j4_0 = bucketize<3, grid0>(a4, bounds0);
     const I l4 = mirror<4>(j4_0, r4);
     const V a5 = abs_(r5);
-    const I j5_0 = bucketize<3>(a5, bounds0);
+    const I j5_0 = bucketize<3, grid0>(a5, bounds0);
     const I l5 = mirror<4>(j5_0, r5);
     const V a6 = abs_(r6);
-    const I j6_0 = bucketize<3>(a6, bounds0);
+    const I j6_0 = bucketize<3, grid0>(a6, bounds0);
     const I l6 = mirror<4>(j6_0, r6);
     const V a7 = abs_(r7);
-    const I j7_0 = bucketize<3>(a7, bounds0);
+    const I j7_0 = bucketize<3, grid0>(a7, bounds0);
     const I l7 = mirror<4>(j7_0, r7);
     const V a8 = abs_(r8);
-    const I j8_0 = bucketize<3>(a8, bounds0);
+    const I j8_0 = bucketize<3, grid0>(a8, bounds0);
     const I l8 = mirror<4>(j8_0, r8);
     const V a9 = abs_(r9);
-    const I j9_0 = bucketize<3>(a9, bounds0);
+    const I j9_0 = bucketize<3, grid0>(a9, bounds0);
     const I l9 = mirror<4>(j9_0, r9);
     const V a10 = abs_(r10);
-    const I j10_0 = bucketize<3>(a10, bounds0);
+    const I j10_0 = bucketize<3, grid0>(a10, bounds0);
     const I l10 = mirror<4>(j10_0, r10);
     const V a11 = abs_(r11);
-    const I j11_0 = bucketize<3>(a11, bounds0);
+    const I j11_0 = bucketize<3, grid0>(a11, bounds0);
     const I l11 = mirror<4>(j11_0, r11);
     const V a12 = abs_(r12);
-    const I j12_0 = bucketize<3>(a12, bounds0);
+    const I j12_0 = bucketize<3, grid0>(a12, bounds0);
     const I l12 = mirror<4>(j12_0, r12);
     const V a13 = abs_(r13);
-    const I j13_0 = bucketize<3>(a13, bounds0);
+    const I j13_0 = bucketize<3, grid0>(a13, bounds0);
     const I l13 = mirror<4>(j13_0, r13);
     const V a14 = abs_(r14);
-    const I j14_0 = bucketize<3>(a14, bounds0);
+    const I j14_0 = bucketize<3, grid0>(a14, bounds0);
     const I l14 = mirror<4>(j14_0, r14);
     const V a15 = abs_(r15);
-    const I j15_0 = bucketize<3>(a15, bounds0);
+    const I j15_0 = bucketize<3, grid0>(a15, bounds0);
     const I l15 = mirror<4>(j15_0, r15);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {

@@ -6,6 +6,7 @@
 #if defined(__x86_64__) || defined(__i386__)  // x86_64 only: elsewhere this file compiles to nothing
 #include "isa/encode_range.hpp"
 #include "isa/avx512.hpp"
+#include "isa/level_grid.hpp"
 #include "turboquant/kernel_types.h"
 
 #include <cfloat>
@@ -89,23 +90,25 @@ int tq_encode_d96_b3__avx512(const float* signs, const float* x, int scale_kind,
     r4 = mul(r4, inv);
     r5 = mul(r5, inv);
     const Table<4> bounds0(cb0::kBoundaryTable + 4);
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    static constexpr auto grid0 = level_grid::make<4>(cb0::kBoundaryTable + 4);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<2>(a0, bounds0);
+    const I j0_0 = bucketize<2, grid0>(a0, bounds0);
     const I l0 = mirror<3>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<2>(a1, bounds0);
+    const I j1_0 = bucketize<2, grid0>(a1, bounds0);
     const I l1 = mirror<3>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<2>(a2, bounds0);
+    const I j2_0 = bucketize<2, grid0>(a2, bounds0);
     const I l2 = mirror<3>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<2>(a3, bounds0);
+    const I j3_0 = bucketize<2, grid0>(a3, bounds0);
     const I l3 = mirror<3>(j3_0, r3);
     const V a4 = abs_(r4);
-    const I j4_0 = bucketize<2>(a4, bounds0);
+    const I j4_0 = bucketize<2, grid0>(a4, bounds0);
     const I l4 = mirror<3>(j4_0, r4);
     const V a5 = abs_(r5);
-    const I j5_0 = bucketize<2>(a5, bounds0);
+    const I j5_0 = bucketize<2, grid0>(a5, bounds0);
     const I l5 = mirror<3>(j5_0, r5);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {

@@ -34,44 +34,56 @@ static void tq_score_int_d160_b2__avx512_queries_vnni(const float* q, const uint
         128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][192];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<160>(q + j * 160, kLaneCoord, 192, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 192);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<160>(q + j * 160, kLaneCoord, 192, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums_vnni(qi[p][j], 192);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 1280);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0, 0, 2, 2, 2>(load_windows<0, 8, 16, 24, 32, 0, 8, 16>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_vnni(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 2, 2, 4, 4, 4, 4, 4, 6>(load_windows<24, 32, 0, 8, 16, 24, 32, 0>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 64));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_vnni(sums[k][j], c, load_bytes(qi[k][j] + 64));
         }
         {
             const auto c = prepare_vnni(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6, 0, 0, 0, 0>(load_windows<8, 16, 24, 32, -1, -1, -1, -1>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + 128));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_vnni(sums[k][j], c, load_bytes(qi[k][j] + 128));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 40, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 40, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 TQ_AVX512_VNNI_END
@@ -94,44 +106,56 @@ static void tq_score_int_d160_b2__avx512_queries(const float* q, const uint8_t* 
         128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 152, 153, 154, 155, 156, 157, 158, 159, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][192];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][192];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<160>(q + j * 160, kLaneCoord, 192, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 192);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<160>(q + j * 160, kLaneCoord, 192, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 192);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 1280);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<3, 0, 0, 0, 0, 0, 2, 2, 2>(load_windows<0, 8, 16, 24, 32, 0, 8, 16>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<3, 2, 2, 4, 4, 4, 4, 4, 6>(load_windows<24, 32, 0, 8, 16, 24, 32, 0>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 64));
         }
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<3, 6, 6, 6, 6, 0, 0, 0, 0>(load_windows<8, 16, 24, 32, -1, -1, -1, -1>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 128));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 128));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 40, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 40, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 

@@ -26,17 +26,21 @@ static void tq_score_int_d80_b3__avx512_queries_vnni(const float* q, const uint8
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
-    alignas(64) std::int8_t qi[Q][128];  // the queries as int8, zero-padded
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][128];  // the queries as int8, zero-padded
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[j]) * kStep;
-    for (int j = 0; j < Q; ++j)
-        for (int i = 80; i < 128; ++i) qi[j][i] = 0;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums_vnni(qi[j], 128);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[0][j]) * kStep;
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j)
+            for (int i = 80; i < 128; ++i) qi[p][j][i] = 0;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums_vnni(qi[p][j], 128);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 960);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[128] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[20] & 1) << 2)];
@@ -121,25 +125,32 @@ static void tq_score_int_d80_b3__avx512_queries_vnni(const float* q, const uint8
         cv[79] = kTable0.v[(p[19] >> 6) | ((p[29] >> 7) << 2)];
         for (int r = 0; r < 128; r += kByteLanes) {
             const auto c = prepare_vnni(load_bytes(cv + r));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_vnni(sums[j], c, load_bytes(qi[j] + r));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_vnni(sums[k][j], c, load_bytes(qi[k][j] + r));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 30, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 30, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 TQ_AVX512_VNNI_END
@@ -154,17 +165,21 @@ static void tq_score_int_d80_b3__avx512_queries(const float* q, const uint8_t* c
     static constexpr float kStep = int8::step(cb0::kCentroids[cb0::kLevels - 1]);
     static constexpr auto kTable0 = int8::table(cb0::kCentroids, kStep);
 
-    alignas(64) std::int8_t qi[Q][128];  // the queries as int8, zero-padded
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][128];  // the queries as int8, zero-padded
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[j]) * kStep;
-    for (int j = 0; j < Q; ++j)
-        for (int i = 80; i < 128; ++i) qi[j][i] = 0;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 128);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<80>(q + j * 80, nullptr, 80, qi[0][j]) * kStep;
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j)
+            for (int i = 80; i < 128; ++i) qi[p][j][i] = 0;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 128);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 960);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         // No windows for this layout: the key's int8 centroids gathered one by one.
         alignas(64) std::int8_t cv[128] = {};
         cv[0] = kTable0.v[(p[0] & 3) | ((p[20] & 1) << 2)];
@@ -249,25 +264,32 @@ static void tq_score_int_d80_b3__avx512_queries(const float* q, const uint8_t* c
         cv[79] = kTable0.v[(p[19] >> 6) | ((p[29] >> 7) << 2)];
         for (int r = 0; r < 128; r += kByteLanes) {
             const auto c = prepare(load_bytes(cv + r));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + r));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + r));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 30, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 30, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 

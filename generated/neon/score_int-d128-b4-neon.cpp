@@ -35,48 +35,61 @@ static void tq_score_int_d128_b4__neon_queries_sdot(const float* q, const uint8_
         96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][128];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][128];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<128>(q + j * 128, kLaneCoord, 128, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums_sdot(qi[j], 128);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<128>(q + j * 128, kLaneCoord, 128, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums_sdot(qi[p][j], 128);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 32));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 32));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 64));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 64));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 96));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 96));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 64, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 64, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 TQ_NEON_SDOT_END
@@ -100,48 +113,61 @@ static void tq_score_int_d128_b4__neon_queries(const float* q, const uint8_t* co
         96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][128];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][128];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<128>(q + j * 128, kLaneCoord, 128, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 128);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<128>(q + j * 128, kLaneCoord, 128, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 128);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 2048);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 32));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 32));
         }
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 64));
         }
         {
             const auto c = prepare(lookup_bytes(table0, field_bytes<15, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 96));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 96));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 64, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 64, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 

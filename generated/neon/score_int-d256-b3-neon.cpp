@@ -39,64 +39,81 @@ static void tq_score_int_d256_b3__neon_queries_sdot(const float* q, const uint8_
         224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][256];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][256];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<256>(q + j * 256, kLaneCoord, 256, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums_sdot(qi[j], 256);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<256>(q + j * 256, kLaneCoord, 256, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums_sdot(qi[p][j], 256);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 0, 0, 0, 0>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 1, 1, 1, 1>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 32));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 32));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 2, 2, 2, 2>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 2, 2, 2, 2>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 64));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 64));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 2, 2, 2, 2>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 3, 3, 3, 3>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 96));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 96));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 4, 4, 4, 4>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 128));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 128));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 5, 5, 5, 5>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 160));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 160));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 6, 6, 6, 6>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 6, 6, 6, 6>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 192));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 192));
         }
         {
             const auto c = prepare_sdot(lookup_bytes(table0, or_bytes(field_bytes<3, 6, 6, 6, 6>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 7, 7, 7, 7>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes_sdot(sums[j], c, load_bytes(qi[j] + 224));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes_sdot(sums[k][j], c, load_bytes(qi[k][j] + 224));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 96, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 96, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 TQ_NEON_SDOT_END
@@ -124,64 +141,81 @@ static void tq_score_int_d256_b3__neon_queries(const float* q, const uint8_t* co
         224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250, 251, 252, 253, 254, 255,
     };
     const auto table0 = byte_table(kTable0);
-    alignas(64) std::int8_t qi[Q][256];  // the queries as int8, in lane order
+    constexpr int P = 1;  // parts per query: its bytes
+    alignas(64) std::int8_t qi[P][Q][256];  // the queries as int8, in lane order
     float qscale[Q];
     for (int j = 0; j < Q; ++j)
-        qscale[j] = int8::quantize_query<256>(q + j * 256, kLaneCoord, 256, qi[j]) * kStep;
-    J start[Q];  // each key's sums start here
-    for (int j = 0; j < Q; ++j) start[j] = start_sums(qi[j], 256);
-    auto key_sums = [&](const uint8_t* p, J (&sums)[Q]) {
+        qscale[j] = int8::quantize_query<256>(q + j * 256, kLaneCoord, 256, qi[0][j]) * kStep;
+    J start[P][Q];  // each key's sums start here
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 256);
+    auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
-        for (int j = 0; j < Q; ++j) sums[j] = start[j];
+        for (int k = 0; k < P; ++k)
+            for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 0, 0, 0, 0>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 0));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 0));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 1, 1, 1, 1>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 32));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 32));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 2, 2, 2, 2>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 2, 2, 2, 2>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 64));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 64));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 2, 2, 2, 2>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 3, 3, 3, 3>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 96));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 96));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 4, 4, 4, 4>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 4, 4, 4, 4>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 128));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 128));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 4, 4, 4, 4>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 5, 5, 5, 5>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 160));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 160));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 6, 6, 6, 6>(load_windows<0, 8, 16, 24>(p)), shl_bytes<2>(field_bytes<1, 6, 6, 6, 6>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 192));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 192));
         }
         {
             const auto c = prepare(lookup_bytes(table0, or_bytes(field_bytes<3, 6, 6, 6, 6>(load_windows<32, 40, 48, 56>(p)), shl_bytes<2>(field_bytes<1, 7, 7, 7, 7>(load_windows<64, 72, 80, 88>(p))))));
-            for (int j = 0; j < Q; ++j) sums[j] = dot_bytes(sums[j], c, load_bytes(qi[j] + 224));
+            for (int k = 0; k < P; ++k)
+                for (int j = 0; j < Q; ++j) sums[k][j] = dot_bytes(sums[k][j], c, load_bytes(qi[k][j] + 224));
         }
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[Q][kLanes];
+        J sums[P][Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
-            J s[Q];
+            J s[P][Q];
             key_sums(codes + (t + k) * 96, s);
-            for (int j = 0; j < Q; ++j) sums[j][k] = s[j];
+            for (int p = 0; p < P; ++p)
+                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j)
-            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
+        for (int j = 0; j < Q; ++j) {
+            const V total = to_float(hsum_int_lanes(sums[0][j]));
+            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
+        }
     }
     for (; t < n; ++t) {
-        J s[Q];
+        J s[P][Q];
         key_sums(codes + t * 96, s);
-        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[j])) * qscale[j]);
+        for (int j = 0; j < Q; ++j) {
+            const float total = static_cast<float>(hsum_ints(s[0][j]));
+            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
+        }
     }
 }
 

@@ -87,6 +87,15 @@ inline simde__m512 cvtepi32_ps(simde__m512i x) {  // round to nearest even, as M
     return simde_mm512_load_ps(r);
 }
 
+inline simde__m512i cvttps_epi32(simde__m512 x) {  // truncating; NaN and out of range: 0x80000000
+    alignas(64) float a[16];
+    alignas(64) std::int32_t r[16];
+    simde_mm512_store_ps(a, x);
+    for (int i = 0; i < 16; ++i)
+        r[i] = a[i] > -2147483904.0f && a[i] < 2147483648.0f ? static_cast<std::int32_t>(a[i]) : INT32_MIN;
+    return simde_mm512_load_si512(r);
+}
+
 }  // namespace tq::avx512_emulated
 
 // The aliases, each after an #undef: GCC defines some of these names as macros at -O0.
@@ -106,6 +115,8 @@ inline simde__m512 cvtepi32_ps(simde__m512i x) {  // round to nearest even, as M
 #define _mm512_reduce_add_epi32(x) tq::avx512_emulated::reduce_add_epi32(x)
 #undef _mm512_cvtepi32_ps
 #define _mm512_cvtepi32_ps(x) tq::avx512_emulated::cvtepi32_ps(x)
+#undef _mm512_cvttps_epi32
+#define _mm512_cvttps_epi32(x) tq::avx512_emulated::cvttps_epi32(x)
 #undef _mm512_maskz_loadu_ps
 #define _mm512_maskz_loadu_ps(k, p) tq::avx512_emulated::maskz_loadu_ps(k, p)
 #undef _mm512_shuffle_f32x4
