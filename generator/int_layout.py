@@ -42,11 +42,16 @@ def has_integer_path(head_dim: int, bits) -> bool:
     return all(s.bits <= MAX_TABLE_BITS for s in segments(head_dim, bits))
 
 
+MAX_RESIDUAL_HEAD_DIM = 512  # 254 Σ Q T + Σ R T fits int32: d · 127² · 255 < 2^31
+
+
 def has_residual_query(head_dim: int, bits) -> bool:
     """Whether the integer score rounds the query to two bytes per coordinate (Q and its
     residual R, docs/kernels.md): where a segment's codebook has 32 levels, whose error is
-    small enough that one byte's rounding of the query would add a twentieth to it."""
-    return has_integer_path(head_dim, bits) and max(s.bits for s in segments(head_dim, bits)) == MAX_TABLE_BITS
+    small enough that one byte's rounding of the query would add a twentieth to it, and
+    the two sums' combination fits int32."""
+    return (has_integer_path(head_dim, bits) and head_dim <= MAX_RESIDUAL_HEAD_DIM
+            and max(s.bits for s in segments(head_dim, bits)) == MAX_TABLE_BITS)
 
 
 def byte_registers(head_dim: int, bits, lanes: int) -> list[ByteRegister] | None:

@@ -40,8 +40,9 @@ float int8_step(const tq_bit_kernels& v) {
 }
 
 // Whether the variant rounds the query to two bytes, Q and its residual R (codebooks
-// of 32 levels, docs/kernels.md): the query's rounding is then 1/508 of s_q, not 1/2.
-bool residual_query(const tq_bit_kernels& v) { return v.bits + (v.high_coords ? 1 : 0) == 5; }
+// of 32 levels at head dims up to 512, docs/kernels.md): the query's rounding is then
+// 1/508 of s_q, not 1/2.
+bool residual_query(const tq_bit_kernels& v) { return v.bits + (v.high_coords ? 1 : 0) == 5 && v.head_dim <= 512; }
 
 // e_q / s_q: the query's rounding in units of s_q = max|q| / 127 (int8::quantize_query).
 double query_rounding(const tq_bit_kernels& v) { return (residual_query(v) ? 1.0 / 508 : 0.5) + 0x1p-14; }
@@ -49,8 +50,9 @@ double query_rounding(const tq_bit_kernels& v) { return (residual_query(v) ? 1.0
 // |score_int - scale <q, c[levels]>| <= scale (step/2 sum|q_i| + e_q sum|c_i| + d e_q step/2)
 // with e_q = s_q (1/2 + 2^-14), or s_q (1/508 + 2^-14) with the residual, s_q = max|q| /
 // 127 (docs/kernels.md), plus the float steps' roundings (the three products: 2^-22 of
-// the result; with the residual also the step over 254 and the sums' fused multiply-add:
-// 2^-21) and a 1e-6 relative slack on the bound's own float evaluation.
+// the result; with the residual also the step over 254 and the sum's conversion, no
+// longer exact above 2^24: 2^-21) and a 1e-6 relative slack on the bound's own float
+// evaluation.
 double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale, double exact) {
     const int d = v.head_dim;
     const double step = int8_step(v);

@@ -211,26 +211,20 @@ static void tq_score_int_d160_b3__neon_queries_sdot(const float* q, const uint8_
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[P][Q][kLanes];
+        J sums[Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
             J s[P][Q];
             key_sums(codes + (t + k) * 60, s);
-            for (int p = 0; p < P; ++p)
-                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
+            for (int j = 0; j < Q; ++j) sums[j][k] = s[0][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j) {
-            const V total = to_float(hsum_int_lanes(sums[0][j]));
-            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
-        }
+        for (int j = 0; j < Q; ++j)
+            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
     }
     for (; t < n; ++t) {
         J s[P][Q];
         key_sums(codes + t * 60, s);
-        for (int j = 0; j < Q; ++j) {
-            const float total = static_cast<float>(hsum_ints(s[0][j]));
-            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
-        }
+        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[0][j])) * qscale[j]);
     }
 }
 TQ_NEON_SDOT_END
@@ -430,26 +424,20 @@ static void tq_score_int_d160_b3__neon_queries(const float* q, const uint8_t* co
     };
     size_t t = 0;
     for (; t + kLanes <= n; t += kLanes) {  // kLanes keys, reduced together
-        J sums[P][Q][kLanes];
+        J sums[Q][kLanes];
         for (int k = 0; k < kLanes; ++k) {
             J s[P][Q];
             key_sums(codes + (t + k) * 60, s);
-            for (int p = 0; p < P; ++p)
-                for (int j = 0; j < Q; ++j) sums[p][j][k] = s[p][j];
+            for (int j = 0; j < Q; ++j) sums[j][k] = s[0][j];
         }
         const V key_scales = load(scales + t);
-        for (int j = 0; j < Q; ++j) {
-            const V total = to_float(hsum_int_lanes(sums[0][j]));
-            store(out + j * out_stride + t, mul(mul(total, set1(qscale[j])), key_scales));
-        }
+        for (int j = 0; j < Q; ++j)
+            store(out + j * out_stride + t, mul(mul(to_float(hsum_int_lanes(sums[j])), set1(qscale[j])), key_scales));
     }
     for (; t < n; ++t) {
         J s[P][Q];
         key_sums(codes + t * 60, s);
-        for (int j = 0; j < Q; ++j) {
-            const float total = static_cast<float>(hsum_ints(s[0][j]));
-            out[j * out_stride + t] = scales[t] * (total * qscale[j]);
-        }
+        for (int j = 0; j < Q; ++j) out[j * out_stride + t] = scales[t] * (static_cast<float>(hsum_ints(s[0][j])) * qscale[j]);
     }
 }
 

@@ -98,8 +98,7 @@ void tq_score_int_d64_b3__scalar(const float* q, size_t n_queries, const uint8_t
             for (size_t j = 0; j < m; ++j) {
                 std::int32_t acc = 0;
                 for (int i = 0; i < 64; ++i) acc += std::int32_t(qi[j][i]) * c[i];
-                const float total = static_cast<float>(acc);
-                out[(j0 + j) * out_stride + t] = scales[t] * (total * qscale[j]);
+                out[(j0 + j) * out_stride + t] = scales[t] * (static_cast<float>(acc) * qscale[j]);
             }
         }
     }

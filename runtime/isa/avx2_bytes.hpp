@@ -151,6 +151,8 @@ inline void to_lane_order(V (&v)[4]) {
 inline B weight_bytes(std::uint32_t four) { return _mm256_set1_epi32(static_cast<int>(four)); }
 inline J zero_sums() { return _mm256_setzero_si256(); }
 inline J add_sums(J a, J b) { return _mm256_add_epi32(a, b); }
+// a k + b per int32 lane, wrapping (the score's residual: only the lanes' total must fit).
+inline J mul_add_sums(J a, int k, J b) { return _mm256_add_epi32(_mm256_mullo_epi32(a, _mm256_set1_epi32(k)), b); }
 // Without VNNI the weights are biased to signed bytes (U - 127, int8.hpp) and meet the
 // centroids as dot_bytes' queries; with it, vpdpbusd takes them as unsigned bytes.
 inline J value_dot(J acc, const Centroids& c, B w) { return dot_bytes(acc, c, w); }

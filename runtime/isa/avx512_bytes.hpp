@@ -164,6 +164,8 @@ inline void to_lane_order(V (&v)[4]) {
 inline B weight_bytes(std::uint32_t four) { return _mm512_set1_epi32(static_cast<int>(four)); }
 inline J zero_sums() { return _mm512_setzero_si512(); }
 inline J add_sums(J a, J b) { return _mm512_add_epi32(a, b); }
+// a k + b per int32 lane, wrapping (the score's residual: only the lanes' total must fit).
+inline J mul_add_sums(J a, int k, J b) { return _mm512_add_epi32(_mm512_mullo_epi32(a, _mm512_set1_epi32(k)), b); }
 // Without VNNI the weights are biased to signed bytes (U - 127, int8.hpp) and meet the
 // centroids as dot_bytes' queries; with it, vpdpbusd takes them as unsigned bytes.
 inline J value_dot(J acc, const Centroids& c, B w) { return dot_bytes(acc, c, w); }

@@ -4,9 +4,10 @@
 //       per variant: the largest |c| of its codebooks over 127;
 //   query q_i ≈ s_q · Q_i,  Q_i = round(q_i · 127 / max|q|) in [-127, 127];
 //   score = key_scale · ((s_q · step) · Σ_i Q_i T[l_i]), the sum exact in int32;
-//   for 32-level codebooks (5 bits) the query's residual too, q_i ≈ s_q (Q_i + R_i / 254),
-//       R_i in [-127, 127], and score = key_scale · ((s_q · step / 254) ·
-//       (254 Σ_i Q_i T[l_i] + Σ_i R_i T[l_i])), both sums exact in int32;
+//   for 32-level codebooks (5 bits) at head dims up to 512 the query's residual too,
+//       q_i ≈ s_q (Q_i + R_i / 254), R_i in [-127, 127], and score = key_scale ·
+//       ((s_q · step / 254) · (254 Σ_i Q_i T[l_i] + Σ_i R_i T[l_i])), the sum exact in
+//       int32 (at most 512 · 127² · 255 < 2^31);
 // and the integer value sum's (docs/kernels.md, "The integer value sum"):
 //   per chunk of up to 64 values, p_t = weight_t · value_scale_t ≈ s_w · U_t,
 //       U_t = round(p_t · 254 / max p) in [0, 254];

@@ -204,6 +204,8 @@ inline B weight_bytes(std::uint32_t four) {
 }
 inline J zero_sums() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
 inline J add_sums(J a, J b) { return {vaddq_s32(a.lo, b.lo), vaddq_s32(a.hi, b.hi)}; }
+// a k + b per int32 lane, wrapping (the score's residual: only the lanes' total must fit).
+inline J mul_add_sums(J a, int k, J b) { return {vmlaq_n_s32(b.lo, a.lo, k), vmlaq_n_s32(b.hi, a.hi, k)}; }
 // Both paths multiply signed bytes: the weights are biased (U - 127, int8.hpp).
 // Without sdot, products widened to int16 and each 4 bytes' summed in their own
 // int32 lane (dot_bytes' lanes mix them: only its total is sdot's).
