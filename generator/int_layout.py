@@ -48,8 +48,8 @@ MAX_RESIDUAL_HEAD_DIM = 512  # 254 Σ Q T + Σ R T fits int32: d · 127² · 255
 def has_residual_query(head_dim: int, bits) -> bool:
     """Whether the integer score rounds the query to two bytes per coordinate (Q and its
     residual R, docs/kernels.md): where a segment's codebook has 32 levels, whose error is
-    small enough that one byte's rounding of the query would add a twentieth to it, and
-    the two sums' combination fits int32."""
+    small enough that the int8 roundings add about a twentieth to it, half of that the
+    query's, and where the two sums' combination fits int32."""
     return (has_integer_path(head_dim, bits) and head_dim <= MAX_RESIDUAL_HEAD_DIM
             and max(s.bits for s in segments(head_dim, bits)) == MAX_TABLE_BITS)
 

@@ -168,6 +168,39 @@ TEST_CASE("score_int: a zero query or one below 2^-120 scores 0, and a group sco
     });
 }
 
+// The largest sums the int32 arithmetic must hold: every level at the top (or the bottom),
+// a flat query, so every Q_i = ±127 and T = ±127 where the top centroid defines the step
+// (whole rates), and with the residual 254 Σ Q T + Σ R T = 254 · 127² · d (R = 0: the
+// query is exact).  The scores stay within both bounds.
+TEST_CASE("score_int: the extreme sums (every level at the top or bottom, a flat query) stay exact") {
+    tq::test::for_each_variant([](const tq_bit_kernels& v, const tq_kernels&, const std::vector<float>&) {
+        if (!v.score_int) return;
+        const int d = v.head_dim;
+        for (const bool top : {true, false}) {
+            std::vector<std::uint8_t> levels(d), code(v.code_bytes);
+            for (int i = 0; i < d; ++i) levels[i] = std::uint8_t(top ? (1 << tq::test::coord_bits(v, i)) - 1 : 0);
+            v.pack(levels.data(), code.data());
+            for (const float sign : {1.0f, -1.0f}) {
+                CAPTURE(top);
+                CAPTURE(sign);
+                const std::vector<float> q(d, 0.25f * sign);
+                const float scale = 3.0f;
+                float score = 0;
+                v.score_int(q.data(), 1, code.data(), &scale, 1, &score, 1);
+                double exact = 0, over_table = 0;
+                for (int i = 0; i < d; ++i) {
+                    exact += double(q[i]) * tq::test::coord_centroids(v, i)[levels[i]];
+                    over_table += double(q[i]) * table_centroid(v, i, levels[i]);
+                }
+                exact *= scale;
+                over_table *= scale;
+                CHECK(std::fabs(score - exact) <= bound(v, q, levels.data(), scale, exact));
+                CHECK(std::fabs(score - over_table) <= query_bound(v, q, levels.data(), scale, over_table));
+            }
+        }
+    });
+}
+
 TEST_CASE("score_int: fa_tq_config.score picks the path, refuses what it cannot do") {
     const tq_bit_kernels& v = tq::variants().front();
     const int d = v.head_dim;

@@ -176,7 +176,8 @@ inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
     if constexpr (!Grid.usable) {
         return bucketize<Bits>(u, boundaries);
     } else {
-        // u >= 0 and finite: trunc(u k) fits an int32, and the unsigned min clamps it.
+        // u >= 0 and finite: the unsigned min clamps trunc(u k) to the last cell, also
+        // where it overflows an int32 (the conversion's 0x80000000).
         const I cell = _mm512_min_epu32(_mm512_cvttps_epi32(_mm512_mul_ps(u, _mm512_set1_ps(Grid.scale))),
                                         _mm512_set1_epi32(cells - 1));
         I count;
