@@ -94,10 +94,11 @@ typedef struct tq_bit_kernels {
     tq_accumulate_fn accumulate;
     tq_pack_fn pack;
     tq_unpack_fn unpack;
-    /* score's integer path: the query rounded to int8 per call, the centroids to
-     * an int8 table, the products summed exactly in int32 (docs/kernels.md bounds
-     * the difference to score).  NULL where a codebook has more than 32 levels
-     * (a rate above 5 bits). */
+    /* score's integer path: the query rounded to int8 per call (with 32-level
+     * codebooks at head dims up to 512 also its residual, a second byte), the
+     * centroids to an int8 table, the products summed exactly in int32
+     * (docs/kernels.md bounds the difference to score).  NULL where a codebook has
+     * more than 32 levels (a rate above 5 bits). */
     tq_score_fn score_int;
     /* accumulate's integer path: per chunk of 64 values each query's weight x scale
      * products rounded to bytes (0..254) with one float scale, the centroids to an int8
