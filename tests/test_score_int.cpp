@@ -47,25 +47,34 @@ bool residual_query(const tq_bit_kernels& v) { return v.bits + (v.high_coords ? 
 // e_q / s_q: the query's rounding in units of s_q = max|q| / 127 (int8::quantize_query).
 double query_rounding(const tq_bit_kernels& v) { return (residual_query(v) ? 1.0 / 508 : 0.5) + 0x1p-14; }
 
+// e_q for query q.
+double query_error(const tq_bit_kernels& v, std::span<const float> q) {
+    float top = 0;
+    for (float x : q) top = std::max(top, std::fabs(x));
+    return double(top / 127.0f) * query_rounding(v);
+}
+
+// Bound b on the integer arithmetic's error, plus the float steps' roundings (the three
+// products: 2^-22 of the result; with the residual also the step over 254 and the sum's
+// conversion, no longer exact above 2^24: 2^-21) and a 1e-6 relative slack on b's own
+// float evaluation.
+double with_float_steps(const tq_bit_kernels& v, double b, double exact) {
+    return b * (1 + 1e-6) + (residual_query(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
+}
+
 // |score_int - scale <q, c[levels]>| <= scale (step/2 sum|q_i| + e_q sum|c_i| + d e_q step/2)
 // with e_q = s_q (1/2 + 2^-14), or s_q (1/508 + 2^-14) with the residual, s_q = max|q| /
-// 127 (docs/kernels.md), plus the float steps' roundings (the three products: 2^-22 of
-// the result; with the residual also the step over 254 and the sum's conversion, no
-// longer exact above 2^24: 2^-21) and a 1e-6 relative slack on the bound's own float
-// evaluation.
+// 127 (docs/kernels.md), plus the float steps.
 double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale, double exact) {
     const int d = v.head_dim;
     const double step = int8_step(v);
-    float top = 0;
-    for (float x : q) top = std::max(top, std::fabs(x));
-    const double e_q = double(top / 127.0f) * query_rounding(v);
+    const double e_q = query_error(v, q);
     double sum_q = 0, sum_c = 0;
     for (int i = 0; i < d; ++i) {
         sum_q += std::fabs(q[i]);
         sum_c += std::fabs(tq::test::coord_centroids(v, i)[levels[i]]);
     }
-    const double b = std::fabs(scale) * (step / 2 * sum_q + e_q * sum_c + d * e_q * step / 2);
-    return b * (1 + 1e-6) + (residual_query(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
+    return with_float_steps(v, std::fabs(scale) * (step / 2 * sum_q + e_q * sum_c + d * e_q * step / 2), exact);
 }
 
 // The query's rounding alone: against the score over the int8 tables' centroids
@@ -80,13 +89,25 @@ double table_centroid(const tq_bit_kernels& v, int i, int level) {
 }
 double query_bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale,
                    double exact) {
-    float top = 0;
-    for (float x : q) top = std::max(top, std::fabs(x));
-    const double e_q = double(top / 127.0f) * query_rounding(v);
     double sum_t = 0;
     for (int i = 0; i < v.head_dim; ++i) sum_t += std::fabs(table_centroid(v, i, levels[i]));
-    const double b = std::fabs(scale) * e_q * sum_t;
-    return b * (1 + 1e-6) + (residual_query(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
+    return with_float_steps(v, std::fabs(scale) * query_error(v, q) * sum_t, exact);
+}
+
+// The scores both bounds compare against, in double: over the centroids and over the
+// int8 tables' centroids.
+struct Reference {
+    double exact = 0, over_table = 0;
+};
+Reference reference(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale) {
+    Reference r;
+    for (int i = 0; i < v.head_dim; ++i) {
+        r.exact += double(q[i]) * tq::test::coord_centroids(v, i)[levels[i]];
+        r.over_table += double(q[i]) * table_centroid(v, i, levels[i]);
+    }
+    r.exact *= scale;
+    r.over_table *= scale;
+    return r;
 }
 
 constexpr std::size_t kCounts[] = {0, 1, 7, 8, 9, 33, 64};
@@ -114,17 +135,11 @@ TEST_CASE("score_int: within the bounds of its int8 roundings, for every variant
                 std::vector<std::uint8_t> levels(d);
                 for (std::size_t t = 0; t < n; ++t) {
                     v.unpack(&keys.codes[t * v.code_bytes], levels.data());
-                    double exact = 0, over_table = 0;
-                    for (int i = 0; i < d; ++i) {
-                        exact += double(q_rot[i]) * tq::test::coord_centroids(v, i)[levels[i]];
-                        over_table += double(q_rot[i]) * table_centroid(v, i, levels[i]);
-                    }
-                    exact *= keys.scales[t];
-                    over_table *= keys.scales[t];
+                    const Reference ref = reference(v, q_rot, levels.data(), keys.scales[t]);
                     CAPTURE(t);
-                    CHECK(std::fabs(scores[t] - exact) <= bound(v, q_rot, levels.data(), keys.scales[t], exact));
-                    CHECK(std::fabs(scores[t] - over_table) <=
-                          query_bound(v, q_rot, levels.data(), keys.scales[t], over_table));
+                    CHECK(std::fabs(scores[t] - ref.exact) <= bound(v, q_rot, levels.data(), keys.scales[t], ref.exact));
+                    CHECK(std::fabs(scores[t] - ref.over_table) <=
+                          query_bound(v, q_rot, levels.data(), keys.scales[t], ref.over_table));
                 }
                 CHECK(scores[n] == -12345.0f);  // nothing written past n
             }
@@ -187,15 +202,9 @@ TEST_CASE("score_int: the extreme sums (every level at the top or bottom, a flat
                 const float scale = 3.0f;
                 float score = 0;
                 v.score_int(q.data(), 1, code.data(), &scale, 1, &score, 1);
-                double exact = 0, over_table = 0;
-                for (int i = 0; i < d; ++i) {
-                    exact += double(q[i]) * tq::test::coord_centroids(v, i)[levels[i]];
-                    over_table += double(q[i]) * table_centroid(v, i, levels[i]);
-                }
-                exact *= scale;
-                over_table *= scale;
-                CHECK(std::fabs(score - exact) <= bound(v, q, levels.data(), scale, exact));
-                CHECK(std::fabs(score - over_table) <= query_bound(v, q, levels.data(), scale, over_table));
+                const Reference ref = reference(v, q, levels.data(), scale);
+                CHECK(std::fabs(score - ref.exact) <= bound(v, q, levels.data(), scale, ref.exact));
+                CHECK(std::fabs(score - ref.over_table) <= query_bound(v, q, levels.data(), scale, ref.over_table));
             }
         }
     });
