@@ -114,22 +114,28 @@ def grid_search(level_grid: bool, segment_bits: int) -> bool:
 def simd_quantize_stmts(head_dim: int, bits, reg: int, lanes: int, level_grid: bool = False) -> list[str]:
     """Statements quantizing register r<reg> (coordinates reg*lanes..): a<reg> = |r<reg>|,
     j<reg>_<i> = the number of segment i's positive boundaries <= |r| (from the upper
-    halves bounds<i> of the boundary tables; with level_grid, in one step by the grids
-    grid<i> where they are usable) for each segment the register holds, and the levels
-    l<reg> (docs/packed-format.md, "Levels")."""
+    halves bounds<i> of the boundary tables), or with a grid (level_grid) |r|'s level in
+    the whole codebook (upper_level, in one step by grid<i> where it is usable), for
+    each segment the register holds, and the levels l<reg> (docs/packed-format.md,
+    "Levels")."""
     parts = register_parts(head_dim, bits, reg * lanes, lanes)
     stmts = [f"const V a{reg} = abs_(r{reg});"]
-    grid = lambda i, seg: f", grid{i}" if grid_search(level_grid, seg.bits) else ""
-    stmts += [f"const I j{reg}_{i} = bucketize<{seg.bits - 1}{grid(i, seg)}>(a{reg}, bounds{i});" for i, seg, _, _ in parts]
-    levels = _blend_parts(parts, lambda i, seg, lo, hi: f"mirror<{seg.bits}>(j{reg}_{i}, r{reg})")
+    for i, seg, _, _ in parts:
+        search = (f"upper_level<{seg.bits - 1}, grid{i}>" if grid_search(level_grid, seg.bits)
+                  else f"bucketize<{seg.bits - 1}>")
+        stmts.append(f"const I j{reg}_{i} = {search}(a{reg}, bounds{i});")
+    levels = _blend_parts(parts, lambda i, seg, lo, hi: (f"signed_level<{seg.bits}>" if grid_search(level_grid, seg.bits)
+                                                         else f"mirror<{seg.bits}>") + f"(j{reg}_{i}, r{reg})")
     return stmts + [f"const I l{reg} = {levels};"]
 
 
-def simd_magnitudes(head_dim: int, bits, reg: int, lanes: int) -> str:
+def simd_magnitudes(head_dim: int, bits, reg: int, lanes: int, level_grid: bool = False) -> str:
     """Expression (a V register): the centroid magnitudes |c| of register reg's levels,
-    looked up by j<reg>_<i> in the upper halves magnitudes<i> of the centroid tables."""
+    looked up by j<reg>_<i> in the upper halves magnitudes<i> of the centroid tables
+    (with a grid: by the upper level in the whole table, centroids<i>)."""
     return _blend_parts(register_parts(head_dim, bits, reg * lanes, lanes),
-                        lambda i, seg, lo, hi: f"magnitudes{i}.lookup(j{reg}_{i})")
+                        lambda i, seg, lo, hi: (f"centroids{i}" if grid_search(level_grid, seg.bits)
+                                                else f"magnitudes{i}") + f".lookup(j{reg}_{i})")
 
 
 def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst: str) -> list[str]:
@@ -145,6 +151,7 @@ def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst
         if p.nbytes % lanes or p.first % lanes:
             stmts += packed_byte_stmts(head_dim, bits, levels, dst, only=p)
             continue
+        exprs = []  # register j's bytes go to dst + p.offset + j * lanes
         for j0 in range(0, p.nbytes, lanes):
             terms = []
             for k, coord in enumerate(coords_of_byte(p, j0)):
@@ -157,7 +164,13 @@ def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst
             expr = terms[-1]
             for t in reversed(terms[:-1]):
                 expr = f"or_({t}, {expr})"
-            stmts.append(f"store_bytes({dst} + {p.offset + j0}, {expr});")
+            exprs.append(expr)
+        # Four registers' bytes in one store_bytes4 (packs, one store), the rest one each.
+        full = len(exprs) - len(exprs) % 4
+        for k in range(0, full, 4):
+            stmts.append(f"store_bytes4({dst} + {p.offset + k * lanes}, {', '.join(exprs[k:k + 4])});")
+        for k in range(full, len(exprs)):
+            stmts.append(f"store_bytes({dst} + {p.offset + k * lanes}, {exprs[k]});")
     return stmts
 
 

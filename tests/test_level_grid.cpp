@@ -1,7 +1,7 @@
 // AVX-512 encode's one-step level search (runtime/isa/level_grid.hpp): usable for every
-// 3-, 4- and 5-bit codebook of the build, and the same count as the search by halves
-// (the number of boundaries <= u) for every u near a boundary or a cell's edge and on
-// a fine sweep, in the float steps the kernel takes.  The kernel itself is checked
+// 3-, 4- and 5-bit codebook of the build, and the level the search by halves gives
+// (N + the number of the N - 1 positive boundaries <= u) for every u near a boundary
+// or a cell's edge and on a fine sweep, in the float steps the kernel takes.  The kernel itself is checked
 // against the scalar encode's bytes by the cross-ISA tests.
 #include "isa/level_grid.hpp"
 #include "test_support.hpp"
@@ -16,19 +16,19 @@
 namespace {
 
 // The kernel's steps in scalar float: cell = min(trunc(u * k), cells - 1), then
-// count[cell] + (u >= next[cell]).
+// level[cell] + (u >= next[cell]).
 template <int Cells>
 int grid_level(const tq::level_grid::Grid<Cells>& g, float u) {
     const float x = u * g.scale;
     const auto cell = std::min<std::uint32_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(x)), Cells - 1);
-    return g.count[cell] + (u >= g.next[cell] ? 1 : 0);
+    return g.level[cell] + (u >= g.next[cell] ? 1 : 0);
 }
 
 template <int N>
 void check_grid(const float* positive) {  // N - 1 positive boundaries, then +inf
     const auto g = tq::level_grid::make<N>(positive);
     REQUIRE(g.usable);
-    constexpr int cells = sizeof g.count / sizeof g.count[0];
+    constexpr int cells = sizeof g.level / sizeof g.level[0];
     std::vector<float> us;
     const auto around = [&](float x) {
         float lo = x, hi = x;
@@ -47,7 +47,7 @@ void check_grid(const float* positive) {  // N - 1 positive boundaries, then +in
     us.push_back(1.0f);  // a unit vector's largest coordinate
     int wrong = 0;
     for (const float u : us) {
-        const int exact = int(std::upper_bound(positive, positive + N - 1, u) - positive);
+        const int exact = N + int(std::upper_bound(positive, positive + N - 1, u) - positive);
         if (grid_level(g, u) != exact) ++wrong;
     }
     CHECK(wrong == 0);

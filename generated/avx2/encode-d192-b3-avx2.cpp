@@ -415,10 +415,7 @@ int tq_encode_d192_b3__avx2(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l12)), shl<6>(and_<3>(l18))))));
-    store_bytes(code + 8, or_(and_<3>(l1), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l13)), shl<6>(and_<3>(l19))))));
-    store_bytes(code + 16, or_(and_<3>(l2), or_(shl<2>(and_<3>(l8)), or_(shl<4>(and_<3>(l14)), shl<6>(and_<3>(l20))))));
-    store_bytes(code + 24, or_(and_<3>(l3), or_(shl<2>(and_<3>(l9)), or_(shl<4>(and_<3>(l15)), shl<6>(and_<3>(l21))))));
+    store_bytes4(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l12)), shl<6>(and_<3>(l18))))), or_(and_<3>(l1), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l13)), shl<6>(and_<3>(l19))))), or_(and_<3>(l2), or_(shl<2>(and_<3>(l8)), or_(shl<4>(and_<3>(l14)), shl<6>(and_<3>(l20))))), or_(and_<3>(l3), or_(shl<2>(and_<3>(l9)), or_(shl<4>(and_<3>(l15)), shl<6>(and_<3>(l21))))));
     store_bytes(code + 32, or_(and_<3>(l4), or_(shl<2>(and_<3>(l10)), or_(shl<4>(and_<3>(l16)), shl<6>(and_<3>(l22))))));
     store_bytes(code + 40, or_(and_<3>(l5), or_(shl<2>(and_<3>(l11)), or_(shl<4>(and_<3>(l17)), shl<6>(and_<3>(l23))))));
     store_bytes(code + 48, or_(shr<2>(l0), or_(shl<1>(shr<2>(l3)), or_(shl<2>(shr<2>(l6)), or_(shl<3>(shr<2>(l9)), or_(shl<4>(shr<2>(l12)), or_(shl<5>(shr<2>(l15)), or_(shl<6>(shr<2>(l18)), shl<7>(shr<2>(l21))))))))));

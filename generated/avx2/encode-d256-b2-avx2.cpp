@@ -541,14 +541,8 @@ int tq_encode_d256_b2__avx2(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, or_(shl<2>(l8), or_(shl<4>(l16), shl<6>(l24)))));
-    store_bytes(code + 8, or_(l1, or_(shl<2>(l9), or_(shl<4>(l17), shl<6>(l25)))));
-    store_bytes(code + 16, or_(l2, or_(shl<2>(l10), or_(shl<4>(l18), shl<6>(l26)))));
-    store_bytes(code + 24, or_(l3, or_(shl<2>(l11), or_(shl<4>(l19), shl<6>(l27)))));
-    store_bytes(code + 32, or_(l4, or_(shl<2>(l12), or_(shl<4>(l20), shl<6>(l28)))));
-    store_bytes(code + 40, or_(l5, or_(shl<2>(l13), or_(shl<4>(l21), shl<6>(l29)))));
-    store_bytes(code + 48, or_(l6, or_(shl<2>(l14), or_(shl<4>(l22), shl<6>(l30)))));
-    store_bytes(code + 56, or_(l7, or_(shl<2>(l15), or_(shl<4>(l23), shl<6>(l31)))));
+    store_bytes4(code + 0, or_(l0, or_(shl<2>(l8), or_(shl<4>(l16), shl<6>(l24)))), or_(l1, or_(shl<2>(l9), or_(shl<4>(l17), shl<6>(l25)))), or_(l2, or_(shl<2>(l10), or_(shl<4>(l18), shl<6>(l26)))), or_(l3, or_(shl<2>(l11), or_(shl<4>(l19), shl<6>(l27)))));
+    store_bytes4(code + 32, or_(l4, or_(shl<2>(l12), or_(shl<4>(l20), shl<6>(l28)))), or_(l5, or_(shl<2>(l13), or_(shl<4>(l21), shl<6>(l29)))), or_(l6, or_(shl<2>(l14), or_(shl<4>(l22), shl<6>(l30)))), or_(l7, or_(shl<2>(l15), or_(shl<4>(l23), shl<6>(l31)))));
     *scale = s;
     return TQ_OK;
 }

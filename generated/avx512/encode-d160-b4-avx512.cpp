@@ -126,98 +126,95 @@ int tq_encode_d160_b4__avx512(const float* signs, const float* x, int scale_kind
     r8 = mul(r8, inv);
     r9 = mul(r9, inv);
     const Table<8> bounds0(cb0::kBoundaryTable + 8);
-    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, upper_level searches by halves).
     static constexpr auto grid0 = level_grid::make<8>(cb0::kBoundaryTable + 8);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<3, grid0>(a0, bounds0);
-    const I l0 = mirror<4>(j0_0, r0);
+    const I j0_0 = upper_level<3, grid0>(a0, bounds0);
+    const I l0 = signed_level<4>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<3, grid0>(a1, bounds0);
-    const I l1 = mirror<4>(j1_0, r1);
+    const I j1_0 = upper_level<3, grid0>(a1, bounds0);
+    const I l1 = signed_level<4>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<3, grid0>(a2, bounds0);
-    const I l2 = mirror<4>(j2_0, r2);
+    const I j2_0 = upper_level<3, grid0>(a2, bounds0);
+    const I l2 = signed_level<4>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<3, grid0>(a3, bounds0);
-    const I l3 = mirror<4>(j3_0, r3);
+    const I j3_0 = upper_level<3, grid0>(a3, bounds0);
+    const I l3 = signed_level<4>(j3_0, r3);
     const V a4 = abs_(r4);
-    const I j4_0 = bucketize<3, grid0>(a4, bounds0);
-    const I l4 = mirror<4>(j4_0, r4);
+    const I j4_0 = upper_level<3, grid0>(a4, bounds0);
+    const I l4 = signed_level<4>(j4_0, r4);
     const V a5 = abs_(r5);
-    const I j5_0 = bucketize<3, grid0>(a5, bounds0);
-    const I l5 = mirror<4>(j5_0, r5);
+    const I j5_0 = upper_level<3, grid0>(a5, bounds0);
+    const I l5 = signed_level<4>(j5_0, r5);
     const V a6 = abs_(r6);
-    const I j6_0 = bucketize<3, grid0>(a6, bounds0);
-    const I l6 = mirror<4>(j6_0, r6);
+    const I j6_0 = upper_level<3, grid0>(a6, bounds0);
+    const I l6 = signed_level<4>(j6_0, r6);
     const V a7 = abs_(r7);
-    const I j7_0 = bucketize<3, grid0>(a7, bounds0);
-    const I l7 = mirror<4>(j7_0, r7);
+    const I j7_0 = upper_level<3, grid0>(a7, bounds0);
+    const I l7 = signed_level<4>(j7_0, r7);
     const V a8 = abs_(r8);
-    const I j8_0 = bucketize<3, grid0>(a8, bounds0);
-    const I l8 = mirror<4>(j8_0, r8);
+    const I j8_0 = upper_level<3, grid0>(a8, bounds0);
+    const I l8 = signed_level<4>(j8_0, r8);
     const V a9 = abs_(r9);
-    const I j9_0 = bucketize<3, grid0>(a9, bounds0);
-    const I l9 = mirror<4>(j9_0, r9);
+    const I j9_0 = upper_level<3, grid0>(a9, bounds0);
+    const I l9 = signed_level<4>(j9_0, r9);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<8> magnitudes0(cb0::kCentroids + 8);
+        const Table<16> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V m = magnitudes0.lookup(j0_0);
+            const V m = centroids0.lookup(j0_0);
             uc.add_products(0, a0, m);
             cc.add_products(0, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j1_0);
+            const V m = centroids0.lookup(j1_0);
             uc.add_products(1, a1, m);
             cc.add_products(1, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j2_0);
+            const V m = centroids0.lookup(j2_0);
             uc.add_products(2, a2, m);
             cc.add_products(2, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j3_0);
+            const V m = centroids0.lookup(j3_0);
             uc.add_products(3, a3, m);
             cc.add_products(3, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j4_0);
+            const V m = centroids0.lookup(j4_0);
             uc.add_products(4, a4, m);
             cc.add_products(4, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j5_0);
+            const V m = centroids0.lookup(j5_0);
             uc.add_products(5, a5, m);
             cc.add_products(5, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j6_0);
+            const V m = centroids0.lookup(j6_0);
             uc.add_products(6, a6, m);
             cc.add_products(6, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j7_0);
+            const V m = centroids0.lookup(j7_0);
             uc.add_products(7, a7, m);
             cc.add_products(7, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j8_0);
+            const V m = centroids0.lookup(j8_0);
             uc.add_products(8, a8, m);
             cc.add_products(8, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j9_0);
+            const V m = centroids0.lookup(j9_0);
             uc.add_products(9, a9, m);
             cc.add_products(9, m, m);
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, shl<4>(l5)));
-    store_bytes(code + 16, or_(l1, shl<4>(l6)));
-    store_bytes(code + 32, or_(l2, shl<4>(l7)));
-    store_bytes(code + 48, or_(l3, shl<4>(l8)));
+    store_bytes4(code + 0, or_(l0, shl<4>(l5)), or_(l1, shl<4>(l6)), or_(l2, shl<4>(l7)), or_(l3, shl<4>(l8)));
     store_bytes(code + 64, or_(l4, shl<4>(l9)));
     *scale = s;
     return TQ_OK;

@@ -285,10 +285,7 @@ int tq_encode_d256_b2__avx512(const float* signs, const float* x, int scale_kind
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, or_(shl<2>(l4), or_(shl<4>(l8), shl<6>(l12)))));
-    store_bytes(code + 16, or_(l1, or_(shl<2>(l5), or_(shl<4>(l9), shl<6>(l13)))));
-    store_bytes(code + 32, or_(l2, or_(shl<2>(l6), or_(shl<4>(l10), shl<6>(l14)))));
-    store_bytes(code + 48, or_(l3, or_(shl<2>(l7), or_(shl<4>(l11), shl<6>(l15)))));
+    store_bytes4(code + 0, or_(l0, or_(shl<2>(l4), or_(shl<4>(l8), shl<6>(l12)))), or_(l1, or_(shl<2>(l5), or_(shl<4>(l9), shl<6>(l13)))), or_(l2, or_(shl<2>(l6), or_(shl<4>(l10), shl<6>(l14)))), or_(l3, or_(shl<2>(l7), or_(shl<4>(l11), shl<6>(l15)))));
     *scale = s;
     return TQ_OK;
 }

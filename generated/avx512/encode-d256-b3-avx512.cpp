@@ -151,146 +151,143 @@ int tq_encode_d256_b3__avx512(const float* signs, const float* x, int scale_kind
     r14 = mul(r14, inv);
     r15 = mul(r15, inv);
     const Table<4> bounds0(cb0::kBoundaryTable + 4);
-    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, upper_level searches by halves).
     static constexpr auto grid0 = level_grid::make<4>(cb0::kBoundaryTable + 4);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<2, grid0>(a0, bounds0);
-    const I l0 = mirror<3>(j0_0, r0);
+    const I j0_0 = upper_level<2, grid0>(a0, bounds0);
+    const I l0 = signed_level<3>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<2, grid0>(a1, bounds0);
-    const I l1 = mirror<3>(j1_0, r1);
+    const I j1_0 = upper_level<2, grid0>(a1, bounds0);
+    const I l1 = signed_level<3>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<2, grid0>(a2, bounds0);
-    const I l2 = mirror<3>(j2_0, r2);
+    const I j2_0 = upper_level<2, grid0>(a2, bounds0);
+    const I l2 = signed_level<3>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<2, grid0>(a3, bounds0);
-    const I l3 = mirror<3>(j3_0, r3);
+    const I j3_0 = upper_level<2, grid0>(a3, bounds0);
+    const I l3 = signed_level<3>(j3_0, r3);
     const V a4 = abs_(r4);
-    const I j4_0 = bucketize<2, grid0>(a4, bounds0);
-    const I l4 = mirror<3>(j4_0, r4);
+    const I j4_0 = upper_level<2, grid0>(a4, bounds0);
+    const I l4 = signed_level<3>(j4_0, r4);
     const V a5 = abs_(r5);
-    const I j5_0 = bucketize<2, grid0>(a5, bounds0);
-    const I l5 = mirror<3>(j5_0, r5);
+    const I j5_0 = upper_level<2, grid0>(a5, bounds0);
+    const I l5 = signed_level<3>(j5_0, r5);
     const V a6 = abs_(r6);
-    const I j6_0 = bucketize<2, grid0>(a6, bounds0);
-    const I l6 = mirror<3>(j6_0, r6);
+    const I j6_0 = upper_level<2, grid0>(a6, bounds0);
+    const I l6 = signed_level<3>(j6_0, r6);
     const V a7 = abs_(r7);
-    const I j7_0 = bucketize<2, grid0>(a7, bounds0);
-    const I l7 = mirror<3>(j7_0, r7);
+    const I j7_0 = upper_level<2, grid0>(a7, bounds0);
+    const I l7 = signed_level<3>(j7_0, r7);
     const V a8 = abs_(r8);
-    const I j8_0 = bucketize<2, grid0>(a8, bounds0);
-    const I l8 = mirror<3>(j8_0, r8);
+    const I j8_0 = upper_level<2, grid0>(a8, bounds0);
+    const I l8 = signed_level<3>(j8_0, r8);
     const V a9 = abs_(r9);
-    const I j9_0 = bucketize<2, grid0>(a9, bounds0);
-    const I l9 = mirror<3>(j9_0, r9);
+    const I j9_0 = upper_level<2, grid0>(a9, bounds0);
+    const I l9 = signed_level<3>(j9_0, r9);
     const V a10 = abs_(r10);
-    const I j10_0 = bucketize<2, grid0>(a10, bounds0);
-    const I l10 = mirror<3>(j10_0, r10);
+    const I j10_0 = upper_level<2, grid0>(a10, bounds0);
+    const I l10 = signed_level<3>(j10_0, r10);
     const V a11 = abs_(r11);
-    const I j11_0 = bucketize<2, grid0>(a11, bounds0);
-    const I l11 = mirror<3>(j11_0, r11);
+    const I j11_0 = upper_level<2, grid0>(a11, bounds0);
+    const I l11 = signed_level<3>(j11_0, r11);
     const V a12 = abs_(r12);
-    const I j12_0 = bucketize<2, grid0>(a12, bounds0);
-    const I l12 = mirror<3>(j12_0, r12);
+    const I j12_0 = upper_level<2, grid0>(a12, bounds0);
+    const I l12 = signed_level<3>(j12_0, r12);
     const V a13 = abs_(r13);
-    const I j13_0 = bucketize<2, grid0>(a13, bounds0);
-    const I l13 = mirror<3>(j13_0, r13);
+    const I j13_0 = upper_level<2, grid0>(a13, bounds0);
+    const I l13 = signed_level<3>(j13_0, r13);
     const V a14 = abs_(r14);
-    const I j14_0 = bucketize<2, grid0>(a14, bounds0);
-    const I l14 = mirror<3>(j14_0, r14);
+    const I j14_0 = upper_level<2, grid0>(a14, bounds0);
+    const I l14 = signed_level<3>(j14_0, r14);
     const V a15 = abs_(r15);
-    const I j15_0 = bucketize<2, grid0>(a15, bounds0);
-    const I l15 = mirror<3>(j15_0, r15);
+    const I j15_0 = upper_level<2, grid0>(a15, bounds0);
+    const I l15 = signed_level<3>(j15_0, r15);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<4> magnitudes0(cb0::kCentroids + 4);
+        const Table<8> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V m = magnitudes0.lookup(j0_0);
+            const V m = centroids0.lookup(j0_0);
             uc.add_products(0, a0, m);
             cc.add_products(0, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j1_0);
+            const V m = centroids0.lookup(j1_0);
             uc.add_products(1, a1, m);
             cc.add_products(1, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j2_0);
+            const V m = centroids0.lookup(j2_0);
             uc.add_products(2, a2, m);
             cc.add_products(2, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j3_0);
+            const V m = centroids0.lookup(j3_0);
             uc.add_products(3, a3, m);
             cc.add_products(3, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j4_0);
+            const V m = centroids0.lookup(j4_0);
             uc.add_products(4, a4, m);
             cc.add_products(4, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j5_0);
+            const V m = centroids0.lookup(j5_0);
             uc.add_products(5, a5, m);
             cc.add_products(5, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j6_0);
+            const V m = centroids0.lookup(j6_0);
             uc.add_products(6, a6, m);
             cc.add_products(6, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j7_0);
+            const V m = centroids0.lookup(j7_0);
             uc.add_products(7, a7, m);
             cc.add_products(7, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j8_0);
+            const V m = centroids0.lookup(j8_0);
             uc.add_products(8, a8, m);
             cc.add_products(8, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j9_0);
+            const V m = centroids0.lookup(j9_0);
             uc.add_products(9, a9, m);
             cc.add_products(9, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j10_0);
+            const V m = centroids0.lookup(j10_0);
             uc.add_products(10, a10, m);
             cc.add_products(10, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j11_0);
+            const V m = centroids0.lookup(j11_0);
             uc.add_products(11, a11, m);
             cc.add_products(11, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j12_0);
+            const V m = centroids0.lookup(j12_0);
             uc.add_products(12, a12, m);
             cc.add_products(12, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j13_0);
+            const V m = centroids0.lookup(j13_0);
             uc.add_products(13, a13, m);
             cc.add_products(13, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j14_0);
+            const V m = centroids0.lookup(j14_0);
             uc.add_products(14, a14, m);
             cc.add_products(14, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j15_0);
+            const V m = centroids0.lookup(j15_0);
             uc.add_products(15, a15, m);
             cc.add_products(15, m, m);
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l4)), or_(shl<4>(and_<3>(l8)), shl<6>(and_<3>(l12))))));
-    store_bytes(code + 16, or_(and_<3>(l1), or_(shl<2>(and_<3>(l5)), or_(shl<4>(and_<3>(l9)), shl<6>(and_<3>(l13))))));
-    store_bytes(code + 32, or_(and_<3>(l2), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l10)), shl<6>(and_<3>(l14))))));
-    store_bytes(code + 48, or_(and_<3>(l3), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l11)), shl<6>(and_<3>(l15))))));
+    store_bytes4(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l4)), or_(shl<4>(and_<3>(l8)), shl<6>(and_<3>(l12))))), or_(and_<3>(l1), or_(shl<2>(and_<3>(l5)), or_(shl<4>(and_<3>(l9)), shl<6>(and_<3>(l13))))), or_(and_<3>(l2), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l10)), shl<6>(and_<3>(l14))))), or_(and_<3>(l3), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l11)), shl<6>(and_<3>(l15))))));
     store_bytes(code + 64, or_(shr<2>(l0), or_(shl<1>(shr<2>(l2)), or_(shl<2>(shr<2>(l4)), or_(shl<3>(shr<2>(l6)), or_(shl<4>(shr<2>(l8)), or_(shl<5>(shr<2>(l10)), or_(shl<6>(shr<2>(l12)), shl<7>(shr<2>(l14))))))))));
     store_bytes(code + 80, or_(shr<2>(l1), or_(shl<1>(shr<2>(l3)), or_(shl<2>(shr<2>(l5)), or_(shl<3>(shr<2>(l7)), or_(shl<4>(shr<2>(l9)), or_(shl<5>(shr<2>(l11)), or_(shl<6>(shr<2>(l13)), shl<7>(shr<2>(l15))))))))));
     *scale = s;

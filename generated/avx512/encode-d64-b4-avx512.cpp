@@ -61,41 +61,41 @@ int tq_encode_d64_b4__avx512(const float* signs, const float* x, int scale_kind,
     r2 = mul(r2, inv);
     r3 = mul(r3, inv);
     const Table<8> bounds0(cb0::kBoundaryTable + 8);
-    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, upper_level searches by halves).
     static constexpr auto grid0 = level_grid::make<8>(cb0::kBoundaryTable + 8);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<3, grid0>(a0, bounds0);
-    const I l0 = mirror<4>(j0_0, r0);
+    const I j0_0 = upper_level<3, grid0>(a0, bounds0);
+    const I l0 = signed_level<4>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<3, grid0>(a1, bounds0);
-    const I l1 = mirror<4>(j1_0, r1);
+    const I j1_0 = upper_level<3, grid0>(a1, bounds0);
+    const I l1 = signed_level<4>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<3, grid0>(a2, bounds0);
-    const I l2 = mirror<4>(j2_0, r2);
+    const I j2_0 = upper_level<3, grid0>(a2, bounds0);
+    const I l2 = signed_level<4>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<3, grid0>(a3, bounds0);
-    const I l3 = mirror<4>(j3_0, r3);
+    const I j3_0 = upper_level<3, grid0>(a3, bounds0);
+    const I l3 = signed_level<4>(j3_0, r3);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<8> magnitudes0(cb0::kCentroids + 8);
+        const Table<16> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V m = magnitudes0.lookup(j0_0);
+            const V m = centroids0.lookup(j0_0);
             uc.add_products(0, a0, m);
             cc.add_products(0, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j1_0);
+            const V m = centroids0.lookup(j1_0);
             uc.add_products(1, a1, m);
             cc.add_products(1, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j2_0);
+            const V m = centroids0.lookup(j2_0);
             uc.add_products(2, a2, m);
             cc.add_products(2, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j3_0);
+            const V m = centroids0.lookup(j3_0);
             uc.add_products(3, a3, m);
             cc.add_products(3, m, m);
         }

@@ -90,57 +90,57 @@ int tq_encode_d96_b3__avx512(const float* signs, const float* x, int scale_kind,
     r4 = mul(r4, inv);
     r5 = mul(r5, inv);
     const Table<4> bounds0(cb0::kBoundaryTable + 4);
-    // The one-step search's cells (isa/level_grid.hpp; where unusable, bucketize searches by halves).
+    // The one-step search's cells (isa/level_grid.hpp; where unusable, upper_level searches by halves).
     static constexpr auto grid0 = level_grid::make<4>(cb0::kBoundaryTable + 4);
     const V a0 = abs_(r0);
-    const I j0_0 = bucketize<2, grid0>(a0, bounds0);
-    const I l0 = mirror<3>(j0_0, r0);
+    const I j0_0 = upper_level<2, grid0>(a0, bounds0);
+    const I l0 = signed_level<3>(j0_0, r0);
     const V a1 = abs_(r1);
-    const I j1_0 = bucketize<2, grid0>(a1, bounds0);
-    const I l1 = mirror<3>(j1_0, r1);
+    const I j1_0 = upper_level<2, grid0>(a1, bounds0);
+    const I l1 = signed_level<3>(j1_0, r1);
     const V a2 = abs_(r2);
-    const I j2_0 = bucketize<2, grid0>(a2, bounds0);
-    const I l2 = mirror<3>(j2_0, r2);
+    const I j2_0 = upper_level<2, grid0>(a2, bounds0);
+    const I l2 = signed_level<3>(j2_0, r2);
     const V a3 = abs_(r3);
-    const I j3_0 = bucketize<2, grid0>(a3, bounds0);
-    const I l3 = mirror<3>(j3_0, r3);
+    const I j3_0 = upper_level<2, grid0>(a3, bounds0);
+    const I l3 = signed_level<3>(j3_0, r3);
     const V a4 = abs_(r4);
-    const I j4_0 = bucketize<2, grid0>(a4, bounds0);
-    const I l4 = mirror<3>(j4_0, r4);
+    const I j4_0 = upper_level<2, grid0>(a4, bounds0);
+    const I l4 = signed_level<3>(j4_0, r4);
     const V a5 = abs_(r5);
-    const I j5_0 = bucketize<2, grid0>(a5, bounds0);
-    const I l5 = mirror<3>(j5_0, r5);
+    const I j5_0 = upper_level<2, grid0>(a5, bounds0);
+    const I l5 = signed_level<3>(j5_0, r5);
     float s = norm;
     if (scale_kind == TQ_SCALE_LEAST_SQUARES) {
-        const Table<4> magnitudes0(cb0::kCentroids + 4);
+        const Table<8> centroids0(cb0::kCentroids);
         Sum8 uc, cc;
         {
-            const V m = magnitudes0.lookup(j0_0);
+            const V m = centroids0.lookup(j0_0);
             uc.add_products(0, a0, m);
             cc.add_products(0, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j1_0);
+            const V m = centroids0.lookup(j1_0);
             uc.add_products(1, a1, m);
             cc.add_products(1, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j2_0);
+            const V m = centroids0.lookup(j2_0);
             uc.add_products(2, a2, m);
             cc.add_products(2, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j3_0);
+            const V m = centroids0.lookup(j3_0);
             uc.add_products(3, a3, m);
             cc.add_products(3, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j4_0);
+            const V m = centroids0.lookup(j4_0);
             uc.add_products(4, a4, m);
             cc.add_products(4, m, m);
         }
         {
-            const V m = magnitudes0.lookup(j5_0);
+            const V m = centroids0.lookup(j5_0);
             uc.add_products(5, a5, m);
             cc.add_products(5, m, m);
         }

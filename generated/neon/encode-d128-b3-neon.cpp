@@ -284,10 +284,7 @@ int tq_encode_d128_b3__neon(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l4)), or_(shl<4>(and_<3>(l8)), shl<6>(and_<3>(l12))))));
-    store_bytes(code + 8, or_(and_<3>(l1), or_(shl<2>(and_<3>(l5)), or_(shl<4>(and_<3>(l9)), shl<6>(and_<3>(l13))))));
-    store_bytes(code + 16, or_(and_<3>(l2), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l10)), shl<6>(and_<3>(l14))))));
-    store_bytes(code + 24, or_(and_<3>(l3), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l11)), shl<6>(and_<3>(l15))))));
+    store_bytes4(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l4)), or_(shl<4>(and_<3>(l8)), shl<6>(and_<3>(l12))))), or_(and_<3>(l1), or_(shl<2>(and_<3>(l5)), or_(shl<4>(and_<3>(l9)), shl<6>(and_<3>(l13))))), or_(and_<3>(l2), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l10)), shl<6>(and_<3>(l14))))), or_(and_<3>(l3), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l11)), shl<6>(and_<3>(l15))))));
     store_bytes(code + 32, or_(shr<2>(l0), or_(shl<1>(shr<2>(l2)), or_(shl<2>(shr<2>(l4)), or_(shl<3>(shr<2>(l6)), or_(shl<4>(shr<2>(l8)), or_(shl<5>(shr<2>(l10)), or_(shl<6>(shr<2>(l12)), shl<7>(shr<2>(l14))))))))));
     store_bytes(code + 40, or_(shr<2>(l1), or_(shl<1>(shr<2>(l3)), or_(shl<2>(shr<2>(l5)), or_(shl<3>(shr<2>(l7)), or_(shl<4>(shr<2>(l9)), or_(shl<5>(shr<2>(l11)), or_(shl<6>(shr<2>(l13)), shl<7>(shr<2>(l15))))))))));
     *scale = s;

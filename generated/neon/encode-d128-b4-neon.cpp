@@ -284,14 +284,8 @@ int tq_encode_d128_b4__neon(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, shl<4>(l8)));
-    store_bytes(code + 8, or_(l1, shl<4>(l9)));
-    store_bytes(code + 16, or_(l2, shl<4>(l10)));
-    store_bytes(code + 24, or_(l3, shl<4>(l11)));
-    store_bytes(code + 32, or_(l4, shl<4>(l12)));
-    store_bytes(code + 40, or_(l5, shl<4>(l13)));
-    store_bytes(code + 48, or_(l6, shl<4>(l14)));
-    store_bytes(code + 56, or_(l7, shl<4>(l15)));
+    store_bytes4(code + 0, or_(l0, shl<4>(l8)), or_(l1, shl<4>(l9)), or_(l2, shl<4>(l10)), or_(l3, shl<4>(l11)));
+    store_bytes4(code + 32, or_(l4, shl<4>(l12)), or_(l5, shl<4>(l13)), or_(l6, shl<4>(l14)), or_(l7, shl<4>(l15)));
     *scale = s;
     return TQ_OK;
 }

@@ -342,10 +342,7 @@ int tq_encode_d160_b2__neon(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, or_(shl<2>(l5), or_(shl<4>(l10), shl<6>(l15)))));
-    store_bytes(code + 8, or_(l1, or_(shl<2>(l6), or_(shl<4>(l11), shl<6>(l16)))));
-    store_bytes(code + 16, or_(l2, or_(shl<2>(l7), or_(shl<4>(l12), shl<6>(l17)))));
-    store_bytes(code + 24, or_(l3, or_(shl<2>(l8), or_(shl<4>(l13), shl<6>(l18)))));
+    store_bytes4(code + 0, or_(l0, or_(shl<2>(l5), or_(shl<4>(l10), shl<6>(l15)))), or_(l1, or_(shl<2>(l6), or_(shl<4>(l11), shl<6>(l16)))), or_(l2, or_(shl<2>(l7), or_(shl<4>(l12), shl<6>(l17)))), or_(l3, or_(shl<2>(l8), or_(shl<4>(l13), shl<6>(l18)))));
     store_bytes(code + 32, or_(l4, or_(shl<2>(l9), or_(shl<4>(l14), shl<6>(l19)))));
     *scale = s;
     return TQ_OK;

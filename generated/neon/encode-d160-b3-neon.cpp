@@ -363,10 +363,7 @@ int tq_encode_d160_b3__neon(const float* signs, const float* x, int scale_kind, 
     store_bytes(lv + 136, l17);
     store_bytes(lv + 144, l18);
     store_bytes(lv + 152, l19);
-    store_bytes(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l5)), or_(shl<4>(and_<3>(l10)), shl<6>(and_<3>(l15))))));
-    store_bytes(code + 8, or_(and_<3>(l1), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l11)), shl<6>(and_<3>(l16))))));
-    store_bytes(code + 16, or_(and_<3>(l2), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l12)), shl<6>(and_<3>(l17))))));
-    store_bytes(code + 24, or_(and_<3>(l3), or_(shl<2>(and_<3>(l8)), or_(shl<4>(and_<3>(l13)), shl<6>(and_<3>(l18))))));
+    store_bytes4(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l5)), or_(shl<4>(and_<3>(l10)), shl<6>(and_<3>(l15))))), or_(and_<3>(l1), or_(shl<2>(and_<3>(l6)), or_(shl<4>(and_<3>(l11)), shl<6>(and_<3>(l16))))), or_(and_<3>(l2), or_(shl<2>(and_<3>(l7)), or_(shl<4>(and_<3>(l12)), shl<6>(and_<3>(l17))))), or_(and_<3>(l3), or_(shl<2>(and_<3>(l8)), or_(shl<4>(and_<3>(l13)), shl<6>(and_<3>(l18))))));
     store_bytes(code + 32, or_(and_<3>(l4), or_(shl<2>(and_<3>(l9)), or_(shl<4>(and_<3>(l14)), shl<6>(and_<3>(l19))))));
     code[40] = static_cast<uint8_t>(((lv[0] >> 2) & 1) | (((lv[20] >> 2) & 1) << 1) | (((lv[40] >> 2) & 1) << 2) | (((lv[60] >> 2) & 1) << 3) | (((lv[80] >> 2) & 1) << 4) | (((lv[100] >> 2) & 1) << 5) | (((lv[120] >> 2) & 1) << 6) | (((lv[140] >> 2) & 1) << 7));
     code[41] = static_cast<uint8_t>(((lv[1] >> 2) & 1) | (((lv[21] >> 2) & 1) << 1) | (((lv[41] >> 2) & 1) << 2) | (((lv[61] >> 2) & 1) << 3) | (((lv[81] >> 2) & 1) << 4) | (((lv[101] >> 2) & 1) << 5) | (((lv[121] >> 2) & 1) << 6) | (((lv[141] >> 2) & 1) << 7));

@@ -415,10 +415,7 @@ int tq_encode_d192_b2__neon(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, or_(shl<2>(l6), or_(shl<4>(l12), shl<6>(l18)))));
-    store_bytes(code + 8, or_(l1, or_(shl<2>(l7), or_(shl<4>(l13), shl<6>(l19)))));
-    store_bytes(code + 16, or_(l2, or_(shl<2>(l8), or_(shl<4>(l14), shl<6>(l20)))));
-    store_bytes(code + 24, or_(l3, or_(shl<2>(l9), or_(shl<4>(l15), shl<6>(l21)))));
+    store_bytes4(code + 0, or_(l0, or_(shl<2>(l6), or_(shl<4>(l12), shl<6>(l18)))), or_(l1, or_(shl<2>(l7), or_(shl<4>(l13), shl<6>(l19)))), or_(l2, or_(shl<2>(l8), or_(shl<4>(l14), shl<6>(l20)))), or_(l3, or_(shl<2>(l9), or_(shl<4>(l15), shl<6>(l21)))));
     store_bytes(code + 32, or_(l4, or_(shl<2>(l10), or_(shl<4>(l16), shl<6>(l22)))));
     store_bytes(code + 40, or_(l5, or_(shl<2>(l11), or_(shl<4>(l17), shl<6>(l23)))));
     *scale = s;

@@ -415,18 +415,9 @@ int tq_encode_d192_b4__neon(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, shl<4>(l12)));
-    store_bytes(code + 8, or_(l1, shl<4>(l13)));
-    store_bytes(code + 16, or_(l2, shl<4>(l14)));
-    store_bytes(code + 24, or_(l3, shl<4>(l15)));
-    store_bytes(code + 32, or_(l4, shl<4>(l16)));
-    store_bytes(code + 40, or_(l5, shl<4>(l17)));
-    store_bytes(code + 48, or_(l6, shl<4>(l18)));
-    store_bytes(code + 56, or_(l7, shl<4>(l19)));
-    store_bytes(code + 64, or_(l8, shl<4>(l20)));
-    store_bytes(code + 72, or_(l9, shl<4>(l21)));
-    store_bytes(code + 80, or_(l10, shl<4>(l22)));
-    store_bytes(code + 88, or_(l11, shl<4>(l23)));
+    store_bytes4(code + 0, or_(l0, shl<4>(l12)), or_(l1, shl<4>(l13)), or_(l2, shl<4>(l14)), or_(l3, shl<4>(l15)));
+    store_bytes4(code + 32, or_(l4, shl<4>(l16)), or_(l5, shl<4>(l17)), or_(l6, shl<4>(l18)), or_(l7, shl<4>(l19)));
+    store_bytes4(code + 64, or_(l8, shl<4>(l20)), or_(l9, shl<4>(l21)), or_(l10, shl<4>(l22)), or_(l11, shl<4>(l23)));
     *scale = s;
     return TQ_OK;
 }

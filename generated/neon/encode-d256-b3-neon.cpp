@@ -541,18 +541,9 @@ int tq_encode_d256_b3__neon(const float* signs, const float* x, int scale_kind, 
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l8)), or_(shl<4>(and_<3>(l16)), shl<6>(and_<3>(l24))))));
-    store_bytes(code + 8, or_(and_<3>(l1), or_(shl<2>(and_<3>(l9)), or_(shl<4>(and_<3>(l17)), shl<6>(and_<3>(l25))))));
-    store_bytes(code + 16, or_(and_<3>(l2), or_(shl<2>(and_<3>(l10)), or_(shl<4>(and_<3>(l18)), shl<6>(and_<3>(l26))))));
-    store_bytes(code + 24, or_(and_<3>(l3), or_(shl<2>(and_<3>(l11)), or_(shl<4>(and_<3>(l19)), shl<6>(and_<3>(l27))))));
-    store_bytes(code + 32, or_(and_<3>(l4), or_(shl<2>(and_<3>(l12)), or_(shl<4>(and_<3>(l20)), shl<6>(and_<3>(l28))))));
-    store_bytes(code + 40, or_(and_<3>(l5), or_(shl<2>(and_<3>(l13)), or_(shl<4>(and_<3>(l21)), shl<6>(and_<3>(l29))))));
-    store_bytes(code + 48, or_(and_<3>(l6), or_(shl<2>(and_<3>(l14)), or_(shl<4>(and_<3>(l22)), shl<6>(and_<3>(l30))))));
-    store_bytes(code + 56, or_(and_<3>(l7), or_(shl<2>(and_<3>(l15)), or_(shl<4>(and_<3>(l23)), shl<6>(and_<3>(l31))))));
-    store_bytes(code + 64, or_(shr<2>(l0), or_(shl<1>(shr<2>(l4)), or_(shl<2>(shr<2>(l8)), or_(shl<3>(shr<2>(l12)), or_(shl<4>(shr<2>(l16)), or_(shl<5>(shr<2>(l20)), or_(shl<6>(shr<2>(l24)), shl<7>(shr<2>(l28))))))))));
-    store_bytes(code + 72, or_(shr<2>(l1), or_(shl<1>(shr<2>(l5)), or_(shl<2>(shr<2>(l9)), or_(shl<3>(shr<2>(l13)), or_(shl<4>(shr<2>(l17)), or_(shl<5>(shr<2>(l21)), or_(shl<6>(shr<2>(l25)), shl<7>(shr<2>(l29))))))))));
-    store_bytes(code + 80, or_(shr<2>(l2), or_(shl<1>(shr<2>(l6)), or_(shl<2>(shr<2>(l10)), or_(shl<3>(shr<2>(l14)), or_(shl<4>(shr<2>(l18)), or_(shl<5>(shr<2>(l22)), or_(shl<6>(shr<2>(l26)), shl<7>(shr<2>(l30))))))))));
-    store_bytes(code + 88, or_(shr<2>(l3), or_(shl<1>(shr<2>(l7)), or_(shl<2>(shr<2>(l11)), or_(shl<3>(shr<2>(l15)), or_(shl<4>(shr<2>(l19)), or_(shl<5>(shr<2>(l23)), or_(shl<6>(shr<2>(l27)), shl<7>(shr<2>(l31))))))))));
+    store_bytes4(code + 0, or_(and_<3>(l0), or_(shl<2>(and_<3>(l8)), or_(shl<4>(and_<3>(l16)), shl<6>(and_<3>(l24))))), or_(and_<3>(l1), or_(shl<2>(and_<3>(l9)), or_(shl<4>(and_<3>(l17)), shl<6>(and_<3>(l25))))), or_(and_<3>(l2), or_(shl<2>(and_<3>(l10)), or_(shl<4>(and_<3>(l18)), shl<6>(and_<3>(l26))))), or_(and_<3>(l3), or_(shl<2>(and_<3>(l11)), or_(shl<4>(and_<3>(l19)), shl<6>(and_<3>(l27))))));
+    store_bytes4(code + 32, or_(and_<3>(l4), or_(shl<2>(and_<3>(l12)), or_(shl<4>(and_<3>(l20)), shl<6>(and_<3>(l28))))), or_(and_<3>(l5), or_(shl<2>(and_<3>(l13)), or_(shl<4>(and_<3>(l21)), shl<6>(and_<3>(l29))))), or_(and_<3>(l6), or_(shl<2>(and_<3>(l14)), or_(shl<4>(and_<3>(l22)), shl<6>(and_<3>(l30))))), or_(and_<3>(l7), or_(shl<2>(and_<3>(l15)), or_(shl<4>(and_<3>(l23)), shl<6>(and_<3>(l31))))));
+    store_bytes4(code + 64, or_(shr<2>(l0), or_(shl<1>(shr<2>(l4)), or_(shl<2>(shr<2>(l8)), or_(shl<3>(shr<2>(l12)), or_(shl<4>(shr<2>(l16)), or_(shl<5>(shr<2>(l20)), or_(shl<6>(shr<2>(l24)), shl<7>(shr<2>(l28))))))))), or_(shr<2>(l1), or_(shl<1>(shr<2>(l5)), or_(shl<2>(shr<2>(l9)), or_(shl<3>(shr<2>(l13)), or_(shl<4>(shr<2>(l17)), or_(shl<5>(shr<2>(l21)), or_(shl<6>(shr<2>(l25)), shl<7>(shr<2>(l29))))))))), or_(shr<2>(l2), or_(shl<1>(shr<2>(l6)), or_(shl<2>(shr<2>(l10)), or_(shl<3>(shr<2>(l14)), or_(shl<4>(shr<2>(l18)), or_(shl<5>(shr<2>(l22)), or_(shl<6>(shr<2>(l26)), shl<7>(shr<2>(l30))))))))), or_(shr<2>(l3), or_(shl<1>(shr<2>(l7)), or_(shl<2>(shr<2>(l11)), or_(shl<3>(shr<2>(l15)), or_(shl<4>(shr<2>(l19)), or_(shl<5>(shr<2>(l23)), or_(shl<6>(shr<2>(l27)), shl<7>(shr<2>(l31))))))))));
     *scale = s;
     return TQ_OK;
 }

@@ -211,10 +211,7 @@ int tq_encode_d80_b4__neon(const float* signs, const float* x, int scale_kind, u
         }
         s = norm * (uc.total() / cc.total());  // > 0: no centroid is 0
     }
-    store_bytes(code + 0, or_(l0, shl<4>(l5)));
-    store_bytes(code + 8, or_(l1, shl<4>(l6)));
-    store_bytes(code + 16, or_(l2, shl<4>(l7)));
-    store_bytes(code + 24, or_(l3, shl<4>(l8)));
+    store_bytes4(code + 0, or_(l0, shl<4>(l5)), or_(l1, shl<4>(l6)), or_(l2, shl<4>(l7)), or_(l3, shl<4>(l8)));
     store_bytes(code + 32, or_(l4, shl<4>(l9)));
     *scale = s;
     return TQ_OK;

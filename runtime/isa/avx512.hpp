@@ -105,17 +105,20 @@ inline void butterfly(V& a, V& b) {
 // Float sums in the canonical order of isa/scalar.hpp (Sum8): register i holds
 // blocks 2i and 2i+1, which feed chains 2i % 4 and (2i+1) % 4, so pair[i % 2]
 // holds chains 2(i % 2) (low half) and 2(i % 2) + 1 (high half).  The products
-// round before they add (no FMA).
+// round before they add (no FMA).  Registers 0 and 1 start the chains: 0 + p = p
+// for every product encode sums (squares, and |u| times a magnitude: none is -0).
+// total() adds in registers, 4 shuffles where GCC turns a pass through memory
+// into 8 and scalar adds.
 struct Sum8 {
     V pair[2] = {zero(), zero()};
-    void add_products(int reg, V a, V b) { pair[reg % 2] = add(pair[reg % 2], mul(a, b)); }
+    void add_products(int reg, V a, V b) { pair[reg % 2] = reg < 2 ? mul(a, b) : add(pair[reg % 2], mul(a, b)); }
     float total() const {
-        auto low = [](V x) { return _mm512_castps512_ps256(x); };
-        auto high = [](V x) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)); };
-        alignas(32) float lane[8];
-        _mm256_store_ps(lane, _mm256_add_ps(_mm256_add_ps(low(pair[0]), high(pair[0])),
-                                            _mm256_add_ps(low(pair[1]), high(pair[1]))));
-        return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        const auto swap = [](V x, int imm) { return _mm512_shuffle_f32x4(x, x, imm); };
+        // lanes k < 8: (c0 + c1) + (c2 + c3), then the tree ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+        V s = add(add(pair[0], swap(pair[0], 0x4E)), add(pair[1], swap(pair[1], 0x4E)));
+        s = add(s, _mm512_permute_ps(s, 0xB1));
+        s = add(s, _mm512_permute_ps(s, 0x4E));
+        return _mm_cvtss_f32(_mm512_castps512_ps128(add(s, swap(s, 0xB1))));
     }
 };
 
@@ -166,31 +169,32 @@ inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
     return idx;
 }
 
-// The same count in one step where the boundaries' grid is usable (level_grid.hpp):
-// a cell per lane, its count and next boundary looked up, one compare.  Against the
-// search by halves (3 lookups and 3 compares into masks for 4 bits, all on port 5 at
-// 512 bits) it takes 2 lookups and 1 compare there.
+// The level of u >= 0 in the codebook of 2^(Bits+1) levels (its upper half:
+// 2^Bits + the count above) in one step where the boundaries' grid is usable
+// (level_grid.hpp): a cell per lane, its level and next boundary looked up, one
+// compare.  Against the search by halves (3 lookups and 3 compares into masks for 4
+// bits, all on port 5 at 512 bits) it takes 2 lookups and 1 compare there.
 template <int Bits, const auto& Grid>
-inline I bucketize(V u, const Table<(1 << Bits)>& boundaries) {
-    constexpr int cells = sizeof Grid.count / sizeof Grid.count[0];
+inline I upper_level(V u, const Table<(1 << Bits)>& boundaries) {
+    constexpr int cells = sizeof Grid.level / sizeof Grid.level[0];
     if constexpr (!Grid.usable) {
-        return bucketize<Bits>(u, boundaries);
+        return _mm512_add_epi32(bucketize<Bits>(u, boundaries), _mm512_set1_epi32(1 << Bits));
     } else {
         // u >= 0 and finite: the unsigned min clamps trunc(u k) to the last cell, also
         // where it overflows an int32 (the conversion's 0x80000000).
         const I cell = _mm512_min_epu32(_mm512_cvttps_epi32(_mm512_mul_ps(u, _mm512_set1_ps(Grid.scale))),
                                         _mm512_set1_epi32(cells - 1));
-        I count;
+        I level;
         V next;
         if constexpr (cells == 16) {
-            count = _mm512_permutexvar_epi32(cell, _mm512_load_si512(Grid.count));
+            level = _mm512_permutexvar_epi32(cell, _mm512_load_si512(Grid.level));
             next = _mm512_permutexvar_ps(cell, _mm512_load_ps(Grid.next));
         } else {
             static_assert(cells == 32);
-            count = _mm512_permutex2var_epi32(_mm512_load_si512(Grid.count), cell, _mm512_load_si512(Grid.count + 16));
+            level = _mm512_permutex2var_epi32(_mm512_load_si512(Grid.level), cell, _mm512_load_si512(Grid.level + 16));
             next = _mm512_permutex2var_ps(_mm512_load_ps(Grid.next), cell, _mm512_load_ps(Grid.next + 16));
         }
-        return _mm512_mask_add_epi32(count, _mm512_cmp_ps_mask(u, next, _CMP_GE_OQ), count, _mm512_set1_epi32(1));
+        return _mm512_mask_add_epi32(level, _mm512_cmp_ps_mask(u, next, _CMP_GE_OQ), level, _mm512_set1_epi32(1));
     }
 }
 
@@ -202,6 +206,15 @@ inline I mirror(I j, V u) {
     const I low = _mm512_xor_si512(j, _mm512_set1_epi32(below));
     return _mm512_mask_xor_epi32(low, _mm512_cmp_ps_mask(u, _mm512_setzero_ps(), _CMP_GE_OQ), low,
                                  _mm512_set1_epi32(2 * below + 1));
+}
+
+// The level of u from its magnitude's level `upper` (upper_level): upper where
+// u >= 0 (-0 too: u + 0 turns it to +0), its mirror image 2^Bits - 1 - upper below,
+// with the sign smeared by a shift and one ternary op (mirror's compare goes to port 5).
+template <int Bits>
+inline I signed_level(I upper, V u) {
+    const I negative = _mm512_srai_epi32(_mm512_castps_si512(_mm512_add_ps(u, _mm512_setzero_ps())), 31);
+    return _mm512_ternarylogic_epi32(upper, negative, _mm512_set1_epi32((1 << Bits) - 1), 0x28);  // (a ^ b) & c
 }
 
 // Levels from packed bytes (docs/packed-format.md).  field: lane i = byte
@@ -252,6 +265,14 @@ inline I and_(I x) { return _mm512_and_si512(x, _mm512_set1_epi32(Mask)); }
 // Low byte of each lane to dst[0..16).
 inline void store_bytes(uint8_t* dst, I x) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(x));
+}
+// store_bytes of a, b, c and d to dst[0..64), lanes below 256: two packs to words
+// and one to bytes leave 128-bit lane q as a's, b's, c's and d's dwords q; one
+// permute puts them in order.  4 shuffles on port 5 where 4 store_bytes take 8.
+inline void store_bytes4(uint8_t* dst, I a, I b, I c, I d) {
+    const I bytes = _mm512_packus_epi16(_mm512_packus_epi32(a, b), _mm512_packus_epi32(c, d));
+    const I order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_si512(dst, _mm512_permutexvar_epi32(order, bytes));
 }
 
 // A register of 16 dwords from p[0..64) (the dword_lanes unpacking).

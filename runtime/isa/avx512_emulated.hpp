@@ -96,6 +96,13 @@ inline simde__m512i cvttps_epi32(simde__m512 x) {  // truncating; NaN and out of
     return simde_mm512_load_si512(r);
 }
 
+inline simde__m512i srai_epi32(simde__m512i x, unsigned n) {  // the sign bit fills (C++20's >>); SIMDe 0.7.4 lacks it
+    alignas(64) std::int32_t a[16];
+    simde_mm512_store_si512(a, x);
+    for (int i = 0; i < 16; ++i) a[i] >>= n > 31 ? 31 : n;
+    return simde_mm512_load_si512(a);
+}
+
 }  // namespace tq::avx512_emulated
 
 // The aliases, each after an #undef: GCC defines some of these names as macros at -O0.
@@ -117,6 +124,8 @@ inline simde__m512i cvttps_epi32(simde__m512 x) {  // truncating; NaN and out of
 #define _mm512_cvtepi32_ps(x) tq::avx512_emulated::cvtepi32_ps(x)
 #undef _mm512_cvttps_epi32
 #define _mm512_cvttps_epi32(x) tq::avx512_emulated::cvttps_epi32(x)
+#undef _mm512_srai_epi32
+#define _mm512_srai_epi32(x, n) tq::avx512_emulated::srai_epi32(x, n)
 #undef _mm512_maskz_loadu_ps
 #define _mm512_maskz_loadu_ps(k, p) tq::avx512_emulated::maskz_loadu_ps(k, p)
 #undef _mm512_shuffle_f32x4

@@ -1,16 +1,18 @@
 // A one-step level search for encode (docs/kernels.md, "AVX-512's level search"):
-// the number of positive boundaries <= u, for u >= 0, as a table lookup by a grid
-// cell and one compare, with the binary search's result exactly.
+// the level of u >= 0 in a codebook symmetric about 0 (its upper half), as a table
+// lookup by a grid cell and one compare, with the binary search's result exactly.
 //
 // The cells are [e_c, e_c+1), e_c = c / k, the last one unbounded; u's cell is
-// c = min(trunc(float(u · k)), cells - 1).  count[c] is the number of boundaries
-// <= e_c and next[c] the boundary after those (+inf past the last), so the level
-// is count[c] + (u >= next[c]) wherever
+// c = min(trunc(float(u · k)), cells - 1).  level[c] is N plus the number of
+// boundaries <= e_c (N: the table's size, the levels of the codebook's negative
+// half, so that level[c] is e_c's level in the whole codebook of 2N) and next[c]
+// the boundary after those (+inf past the last), so u's level is
+// level[c] + (u >= next[c]) wherever
 //   (a) each cell holds at most one boundary, and the last one none, and
 //   (b) no boundary lies within e_c · 2^-20 of an edge e_c.
 // (b) covers the rounding of u · k (2^-24 relative): a u within it of an edge may
 // land in the cell beside its own, and then no boundary lies between u and the
-// edge, so count and the compare still count the boundaries <= u.  make() picks
+// edge, so level[c] and the compare still count the boundaries <= u.  make() picks
 // k for which both hold (checked here in double, where e_c is within 2^-50 of
 // its real value), or returns usable = false: the caller then searches by halves.
 #pragma once
@@ -24,7 +26,7 @@ template <int Cells>
 struct Grid {
     bool usable = false;
     float scale = 0;  // k
-    alignas(64) std::int32_t count[Cells] = {};
+    alignas(64) std::int32_t level[Cells] = {};
     alignas(64) float next[Cells] = {};
 };
 
@@ -52,7 +54,7 @@ constexpr Grid<Cells> make(const float* b) {
         for (int c = 0; c < Cells && ok; ++c) {
             const double edge = c / k, end = (c + 1) / k;
             while (i < n && b[i] <= edge) ++i;
-            g.count[c] = i;
+            g.level[c] = N + i;
             g.next[c] = i < n ? b[i] : std::numeric_limits<float>::infinity();
             for (int j = 0; j < n; ++j) {
                 const double d = b[j] - edge;

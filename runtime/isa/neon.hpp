@@ -225,6 +225,13 @@ inline void store_bytes(uint8_t* dst, I x) {
     vst1_u8(dst, vmovn_u16(vcombine_u16(vmovn_u32(x.lo), vmovn_u32(x.hi))));
 }
 
+// store_bytes of a, b, c and d to dst[0..32).
+inline void store_bytes4(uint8_t* dst, I a, I b, I c, I d) {
+    const auto narrow = [](I x) { return vmovn_u16(vcombine_u16(vmovn_u32(x.lo), vmovn_u32(x.hi))); };
+    vst1q_u8(dst, vcombine_u8(narrow(a), narrow(b)));
+    vst1q_u8(dst + 16, vcombine_u8(narrow(c), narrow(d)));
+}
+
 // A register of 8 dwords from p[0..32) (the dword_lanes unpacking).
 inline I load_dwords(const uint8_t* p) {
     return {vreinterpretq_u32_u8(vld1q_u8(p)), vreinterpretq_u32_u8(vld1q_u8(p + 16))};
