@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -69,6 +71,68 @@ TEST_CASE("cross-ISA: identical bytes and scales, and each decodes the others'")
             }
         }
     }
+}
+
+// Vectors whose rotated, normalized coordinates are exactly 0 (with either sign) or
+// underflow to 0: each ISA finds the sign its own way (a compare where -0 counts as
+// 0, or the sign bit of u + 0), and the level of -0 is the upper half's, as for +0.
+static std::vector<std::vector<float>> signed_zero_vectors(int d) {
+    std::vector<std::vector<float>> vs;
+    for (float z : {0.0f, -0.0f}) vs.push_back(std::vector<float>(std::size_t(d), z));
+    std::vector<float> v(static_cast<std::size_t>(d));
+    for (int i = 0; i < d; ++i) v[std::size_t(i)] = i % 3 == 0 ? -0.0f : 0.0f;
+    vs.push_back(v);
+    // Two equal large coordinates cancel in half of the outputs, which the tiny ones
+    // then hold: |u| about 2^-160 there, below the smallest subnormal.
+    for (float big : {0x1p60f, -0x1p60f}) {
+        std::fill(v.begin(), v.end(), -0.0f);
+        v[0] = v[1] = big;
+        v[2] = 0x1p-100f, v[3] = -0x1p-100f, v[5] = -0x1.8p-101f, v[std::size_t(d) - 1] = 0x1p-99f;
+        vs.push_back(v);
+    }
+    // Sparse mixes of +-0, +-1 and +-2^-100.
+    std::uint64_t state = 12345;
+    for (int k = 0; k < 16; ++k) {
+        for (auto& x : v) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            const unsigned pick = unsigned(state >> 59);
+            x = pick < 12 ? (pick & 1 ? -0.0f : 0.0f) : pick < 14 ? (pick & 1 ? -1.0f : 1.0f) : (pick & 1 ? -0x1p-100f : 0x1p-100f);
+        }
+        vs.push_back(v);
+    }
+    return vs;
+}
+
+TEST_CASE("cross-ISA: identical bytes for coordinates that are or underflow to +0 and -0") {
+    const auto isas = tq::available_isas();
+    int vectors = 0;
+    for (const tq_bit_kernels& v : tq::variants()) {
+        const int d = v.head_dim;
+        CAPTURE(d);
+        CAPTURE(v.rate_eighths);
+        const auto signs = tq::rotation_signs(d, tq::test::kSeed);
+        std::vector<const tq_bit_kernels*> kernels;
+        for (const auto& isa : isas) {
+            const tq_kernels* k = nullptr;
+            REQUIRE(tq_find_isa(isa.c_str(), d, tq::rate(v), tq::rate(v), &k) == TQ_OK);
+            kernels.push_back(k->key);
+        }
+        for (const auto& x : signed_zero_vectors(d))
+            for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
+                CAPTURE(kind);
+                std::vector<std::uint8_t> first(v.code_bytes), code(v.code_bytes);
+                float first_scale = 0, scale = 0;
+                REQUIRE(kernels[0]->encode(signs.data(), x.data(), kind, first.data(), &first_scale) == TQ_OK);
+                for (std::size_t i = 1; i < isas.size(); ++i) {
+                    CAPTURE(isas[i]);
+                    REQUIRE(kernels[i]->encode(signs.data(), x.data(), kind, code.data(), &scale) == TQ_OK);
+                    CHECK(code == first);
+                    CHECK(std::memcmp(&scale, &first_scale, sizeof scale) == 0);
+                }
+                ++vectors;
+            }
+    }
+    MESSAGE(vectors << " encodes compared across " << isas.size() << " ISAs");
 }
 
 TEST_CASE("cross-ISA: rotate and unrotate give identical floats on every ISA") {

@@ -1,8 +1,8 @@
 // AVX-512 encode's one-step level search (runtime/isa/level_grid.hpp): usable for every
 // 3-, 4- and 5-bit codebook of the build, and the level the search by halves gives
 // (N + the number of the N - 1 positive boundaries <= u) for every u near a boundary
-// or a cell's edge and on a fine sweep, in the float steps the kernel takes.  The kernel itself is checked
-// against the scalar encode's bytes by the cross-ISA tests.
+// or a cell's edge and on a fine sweep, in the float steps the kernel takes.  The
+// kernel itself is checked against the scalar encode's bytes by the cross-ISA tests.
 #include "isa/level_grid.hpp"
 #include "test_support.hpp"
 

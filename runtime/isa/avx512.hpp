@@ -107,8 +107,7 @@ inline void butterfly(V& a, V& b) {
 // holds chains 2(i % 2) (low half) and 2(i % 2) + 1 (high half).  The products
 // round before they add (no FMA).  Registers 0 and 1 start the chains: 0 + p = p
 // for every product encode sums (squares, and |u| times a magnitude: none is -0).
-// total() adds in registers, 4 shuffles where GCC turns a pass through memory
-// into 8 and scalar adds.
+// total() adds chains and lanes in registers: 4 shuffles and 5 adds.
 struct Sum8 {
     V pair[2] = {zero(), zero()};
     void add_products(int reg, V a, V b) { pair[reg % 2] = reg < 2 ? mul(a, b) : add(pair[reg % 2], mul(a, b)); }
