@@ -63,8 +63,10 @@ class Isa:
     intrinsics: str = ""
     emulation: Emulation | None = None
     # Encode's level search in one step, a grid cell's lookup and one compare
-    # (runtime/isa/level_grid.hpp), where <name>.hpp has bucketize<Bits, Grid>: for
-    # AVX-512, whose search by halves is bound on port 5 (docs/kernels.md).
+    # (runtime/isa/level_grid.hpp), where <name>.hpp has upper_level<Bits, Grid>,
+    # signed_level<Bits> and a Table of the whole codebook (32 entries at 5 bits) for
+    # the least-squares magnitudes: for AVX-512, whose search by halves is bound on
+    # port 5 (docs/kernels.md).
     level_grid: bool = False
 
 

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -112,12 +113,22 @@ TEST_CASE("cross-ISA: identical bytes for coordinates that are or underflow to +
         CAPTURE(v.rate_eighths);
         const auto signs = tq::rotation_signs(d, tq::test::kSeed);
         std::vector<const tq_bit_kernels*> kernels;
+        const tq_kernels* first_isa = nullptr;
         for (const auto& isa : isas) {
             const tq_kernels* k = nullptr;
             REQUIRE(tq_find_isa(isa.c_str(), d, tq::rate(v), tq::rate(v), &k) == TQ_OK);
             kernels.push_back(k->key);
+            if (!first_isa) first_isa = k;
         }
-        for (const auto& x : signed_zero_vectors(d))
+        int negative_zeros = 0;  // coordinates of u = R x / |x| that are -0: what the vectors are for
+        for (const auto& x : signed_zero_vectors(d)) {
+            std::vector<float> r(static_cast<std::size_t>(d));
+            first_isa->rotate(signs.data(), x.data(), r.data());
+            const double norm = std::sqrt(tq::test::dot(x, x));
+            for (const float ri : r) {
+                const float u = norm > 0 ? ri * static_cast<float>(1 / norm) : ri * 0.0f;
+                negative_zeros += u == 0 && std::signbit(u);
+            }
             for (int kind : {TQ_SCALE_NORM, TQ_SCALE_LEAST_SQUARES}) {
                 CAPTURE(kind);
                 std::vector<std::uint8_t> first(v.code_bytes), code(v.code_bytes);
@@ -131,6 +142,8 @@ TEST_CASE("cross-ISA: identical bytes for coordinates that are or underflow to +
                 }
                 ++vectors;
             }
+        }
+        CHECK(negative_zeros > 0);
     }
     MESSAGE(vectors << " encodes compared across " << isas.size() << " ISAs");
 }

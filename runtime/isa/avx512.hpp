@@ -105,9 +105,10 @@ inline void butterfly(V& a, V& b) {
 // Float sums in the canonical order of isa/scalar.hpp (Sum8): register i holds
 // blocks 2i and 2i+1, which feed chains 2i % 4 and (2i+1) % 4, so pair[i % 2]
 // holds chains 2(i % 2) (low half) and 2(i % 2) + 1 (high half).  The products
-// round before they add (no FMA).  Registers 0 and 1 start the chains: 0 + p = p
-// for every product encode sums (squares, and |u| times a magnitude: none is -0).
-// total() adds chains and lanes in registers: 4 shuffles and 5 adds.
+// round before they add (no FMA).  Registers 0 and 1 start the chains, as 0 + p = p
+// for every product encode sums (squares, and |u| times a magnitude: none is -0):
+// add_products takes registers 0, 1, 2, ... in order, and products that are never -0.
+// total() adds chains and lanes in registers: 5 shuffles and 6 adds.
 struct Sum8 {
     V pair[2] = {zero(), zero()};
     void add_products(int reg, V a, V b) { pair[reg % 2] = reg < 2 ? mul(a, b) : add(pair[reg % 2], mul(a, b)); }

@@ -5,6 +5,13 @@
 // of two (exact), so every ISA still writes the same bytes for every finite x.
 #pragma once
 
+// Every ISA writes the same bytes only under IEEE float semantics: -ffast-math lets
+// the compiler reassociate the canonical sums and drop signed zeros (signed_level's
+// u + 0 in isa/avx512.hpp).
+#if defined(__FAST_MATH__)
+#error "the encode kernels need IEEE float semantics: compile them without -ffast-math"
+#endif
+
 #include "turboquant/kernel_types.h"
 
 #include <cfloat>
