@@ -113,12 +113,12 @@ struct Sum8 {
     V pair[2] = {zero(), zero()};
     void add_products(int reg, V a, V b) { pair[reg % 2] = reg < 2 ? mul(a, b) : add(pair[reg % 2], mul(a, b)); }
     float total() const {
-        const auto swap = [](V x, int imm) { return _mm512_shuffle_f32x4(x, x, imm); };
         // lanes k < 8: (c0 + c1) + (c2 + c3), then the tree ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
-        V s = add(add(pair[0], swap(pair[0], 0x4E)), add(pair[1], swap(pair[1], 0x4E)));
+        V s = add(add(pair[0], _mm512_shuffle_f32x4(pair[0], pair[0], 0x4E)),
+                  add(pair[1], _mm512_shuffle_f32x4(pair[1], pair[1], 0x4E)));
         s = add(s, _mm512_permute_ps(s, 0xB1));
         s = add(s, _mm512_permute_ps(s, 0x4E));
-        return _mm_cvtss_f32(_mm512_castps512_ps128(add(s, swap(s, 0xB1))));
+        return _mm_cvtss_f32(_mm512_castps512_ps128(add(s, _mm512_shuffle_f32x4(s, s, 0xB1))));
     }
 };
 
