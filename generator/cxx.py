@@ -174,15 +174,17 @@ def simd_pack_stmts(head_dim: int, bits, lanes: int, regs: str, levels: str, dst
     return stmts
 
 
-def dword_lanes(head_dim: int, bits, lanes: int):
+def dword_lanes(head_dim: int, bits, lanes: int, byte_lookups: bool = False):
     """A faster unpacking for single-plane widths (1, 2, 4, 8 bits) whose plane
     tiles whole registers of 4*lanes bytes: load a register of dwords, and each
     field position s of a dword gives one register of levels by a shift and a
     mask, with no byte widening.  Lane w of group (m, s) then holds a coordinate
     other than the natural order: the fused kernels permute the query (score) or
     the accumulator (accumulate) once per call to match.  Returns the groups
-    [{reg, shift, mask, coords}] (mask None when the field ends the dword), or
-    None where this does not apply."""
+    [{reg, shift, mask, coords, byte}] (mask None when the field ends the dword;
+    byte, with byte_lookups (isas.py) and 8-bit fields, the offset of lane 0's code
+    byte, lane w's 4 w further on: the group is looked up from memory, not from the
+    register), or None where this does not apply."""
     (p, *rest) = planes(head_dim, bits)
     chunk = 4 * lanes
     if rest or p.nbytes % chunk:
@@ -192,5 +194,7 @@ def dword_lanes(head_dim: int, bits, lanes: int):
         for s in range(32 // p.width):
             bit = s * p.width
             coords = [((bit % 8) // p.width) * p.nbytes + m * chunk + 4 * w + bit // 8 for w in range(lanes)]
-            groups.append(dict(reg=m, shift=bit, mask=p.mask if bit + p.width < 32 else None, coords=coords))
+            byte = m * chunk + bit // 8 if byte_lookups and p.width == 8 else None
+            groups.append(dict(reg=m, shift=bit, mask=p.mask if bit + p.width < 32 else None, coords=coords,
+                               byte=byte))
     return groups

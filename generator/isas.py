@@ -68,6 +68,11 @@ class Isa:
     # the least-squares magnitudes: for AVX-512, whose search by halves is bound on
     # port 5 (docs/kernels.md).
     level_grid: bool = False
+    # The fused kernels look 8-bit levels up one code byte at a time (a byte load and a
+    # table load inserted per lane; Table::lookup_bytes in <name>.hpp) instead of
+    # widening a register of them and gathering: on AVX2 for Zen 3, whose gathers take
+    # about 14 cycles per 8 lanes (docs/kernels.md, "8-bit lookups").
+    byte_lookups: bool = False
 
 
 _AVX2 = '__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")'
@@ -81,6 +86,7 @@ ISAS = (
         intrinsics="immintrin.h", level_grid=True,
         emulation=Emulation(("-mavx2", "-mfma", "-Wno-psabi"), _AVX2, "avx2", "simde/x86/avx512.h")),
     Isa("avx2", 8, 8, ("-mavx2", "-mfma"), X86_64, _AVX2, target="avx2", byte_lanes=32, byte_dot_extension="vnni",
+        byte_lookups=True,
         intrinsics="immintrin.h"),
     # Advanced SIMD is part of every AArch64 CPU.  Its V is a pair of 128-bit
     # registers, 8 floats: the packed layout's planes and the canonical sum order

@@ -254,6 +254,7 @@ def outputs(cfg: Config) -> list[Output]:
         ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
                    score_accumulators=cfg.score_accumulators, reg_budget=isa.reg_budget, byte_lanes=isa.byte_lanes,
                    byte_dot_extension=isa.byte_dot_extension, level_grid=isa.level_grid,
+                   byte_lookups=isa.byte_lookups,
                    read_size=simd_read_size(d, rate, lanes), pad=simd_needs_padding(d, rate, lanes),
                    needs_level_array=needs_level_array(d, rate, lanes),
                    name=k.symbol, ops=bit_kernel_ops(k.kind, d, rate),
