@@ -69,7 +69,7 @@ class Isa:
     # port 5 (docs/kernels.md).
     level_grid: bool = False
     # The fused kernels look 8-bit levels up one code byte at a time (a byte load and a
-    # table load inserted per lane; Table::lookup_bytes in <name>.hpp) instead of
+    # table load inserted per lane; Table::lookup_code_bytes in <name>.hpp) instead of
     # widening a register of them and gathering: on AVX2 for Zen 3, whose gathers take
     # about 14 cycles per 8 lanes (docs/kernels.md, "8-bit lookups").
     byte_lookups: bool = False

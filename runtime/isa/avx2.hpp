@@ -96,7 +96,7 @@ inline V abs_(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
 
 // A table of L floats for per-lane lookup by level: registers up to 32 entries (a
 // permute per 8, blends on bits 3 and 4 of the level), a gather from memory beyond,
-// or for 8-bit levels one code byte at a time from memory (lookup_bytes).  On Zen 3
+// or for 8-bit levels one code byte at a time from memory (lookup_code_bytes).  On Zen 3
 // the 32-entry lookup's 4 permutes and 3 blends take 0.65x a gather's time.
 template <int L>
 struct Table {
@@ -132,7 +132,7 @@ struct Table {
     // lanes in about 8 cycles where widening the bytes and gathering takes about 14
     // (docs/kernels.md, "8-bit lookups").
     template <int Stride>
-    V lookup_bytes(const uint8_t* p) const {
+    V lookup_code_bytes(const uint8_t* p) const {
         static_assert(L == 256, "a code byte is a level");
         const auto entry = [&](int lane) {
             int bits;
