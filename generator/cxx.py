@@ -97,11 +97,23 @@ def simd_levels(head_dim: int, bits, seg: Segment, first: int, lo: int, hi: int,
     return expr
 
 
-def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables: str) -> str:
+def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables: str,
+                   byte_lookups: bool = False) -> str:
     """Expression (a V register): the centroids of coordinates first..first+lanes-1,
-    each looked up in its segment's table <tables><segment index>."""
-    return _blend_parts(register_parts(head_dim, bits, first, lanes), lambda i, seg, lo, hi:
-                        f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})")
+    each looked up in its segment's table <tables><segment index>; with byte_lookups
+    (isas.py), an 8-bit segment's from its code bytes in memory, `lanes` of them from
+    the byte of lane 0 (lanes outside lo..hi look up other bytes, which the blend drops)."""
+    size = simd_read_size(head_dim, bits, lanes)
+
+    def part(i, seg, lo, hi):
+        if byte_lookups and seg.bits == 8:
+            (p,) = segment_planes(seg)
+            window = p.offset + first - p.first  # the byte of lane 0: byte j holds coordinate p.first + j
+            if 0 <= window <= size - lanes:
+                return f"{tables}{i}.lookup_code_bytes<1>({src} + {window})"
+        return f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})"
+
+    return _blend_parts(register_parts(head_dim, bits, first, lanes), part)
 
 
 def grid_search(level_grid: bool, segment_bits: int) -> bool:
