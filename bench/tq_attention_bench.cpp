@@ -34,7 +34,7 @@ constexpr int kPrefillContext = 4096, kPrefillTokens = 512;
 constexpr int kScalingContext = 16384;  // scaling is judged from here on (issue 23's target)
 // A cache configuration and its equal-bytes ggml peer (Q4_0: 4.5 bits per value,
 // Q8_0: 8.5): 4-bit keys race Q4_0 (K5/V4 too: 4.5 bits a coordinate), 8-bit ones Q8_0.
-// "-int8": integer scores; "-int": integer scores and value sums.
+// "-int8": integer scores (int16 tables for K8); "-int": integer scores and value sums.
 struct Rate {
     const char* name;
     float key_bits, value_bits;
@@ -48,7 +48,8 @@ constexpr Rate kRates[] = {{"k4v4", 4, 4, kF, kFv, false},      {"k4v4-int8", 4,
                            {"k4v4-int", 4, 4, kI, kIv, false},  {"k4v2", 4, 2, kF, kFv, false},
                            {"k4v2-int8", 4, 2, kI, kFv, false}, {"k4v2-int", 4, 2, kI, kIv, false},
                            {"k5v4", 5, 4, kF, kFv, false},      {"k5v4-int8", 5, 4, kI, kFv, false},
-                           {"k5v4-int", 5, 4, kI, kIv, false},  {"k8v8", 8, 8, kF, kFv, true}};
+                           {"k5v4-int", 5, 4, kI, kIv, false},  {"k8v8", 8, 8, kF, kFv, true},
+                           {"k8v8-int8", 8, 8, kI, kFv, true}};
 
 int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 

@@ -128,7 +128,7 @@ std::vector<int> k4_head_dims() {
 
 // The per-head-dim score rows' key rates, and a row's name: "score_k5_cached",
 // "score_int8_k5_cached".
-constexpr int kScoreBits[] = {4, 5};
+constexpr int kScoreBits[] = {4, 5, 8};
 std::string score_row(int bits, bool integer) {
     return std::string(integer ? "score_int8_k" : "score_k") + std::to_string(bits) + "_cached";
 }
@@ -167,8 +167,9 @@ void register_head_dims(const std::string& isa) {
                 benchmark::DoNotOptimize(code.data());
             }
         });
-        // K4 and K5 (where the build has them): K5's float lookups gather on AVX2, and
-        // its integer kernels gather the int8 centroids at head dims without windows.
+        // K4, K5 and K8 (where the build has them): K5's integer kernels gather the int8
+        // centroids at head dims without windows; K8's integer score (the "int8" rows, as
+        // FA_TQ_SCORE_INT8 names it) looks up int16 centroids.
         for (int bits : kScoreBits) {
             const tq_kernels* kb = nullptr;
             if (tq_find_isa(isa.c_str(), d, float(bits), 4, &kb) != TQ_OK) continue;
@@ -344,10 +345,11 @@ void summary(const std::map<std::string, double>& ns, const std::vector<std::str
             row(figure.c_str(), t / 1e3, f / 1e3, f / t, "us", seq == 32768 ? 5 : 1, true);
         }
     }
-    std::printf("\nPer head dim (ns; per coordinate in brackets; scores per key of 4096 cached, K5 where built;\n"
+    std::printf("\nPer head dim (ns; per coordinate in brackets; scores per key of 4096 cached, K5 and K8 where built;\n"
                 "value sums per value of 4096 cached, for a group of 4 query heads)\n"
-                "%-7s %8s %20s %20s %20s %20s %20s %20s %20s %20s\n", "ISA", "head_dim", "rotate", "encode K4",
-                "score K4", "int8 score K4", "score K5", "int8 score K5", "sum V4 x4", "int8 sum V4 x4");
+                "%-7s %8s %20s %20s %20s %20s %20s %20s %20s %20s %20s %20s\n", "ISA", "head_dim", "rotate",
+                "encode K4", "score K4", "int8 score K4", "score K5", "int8 score K5", "score K8", "int16 score K8",
+                "sum V4 x4", "int8 sum V4 x4");
     for (const auto& isa : isas)
         for (int d : k4_head_dims()) {
             const std::string p = isa + "/d" + std::to_string(d) + "/";

@@ -102,15 +102,20 @@ def simd_centroids(head_dim: int, bits, first: int, lanes: int, src: str, tables
     """Expression (a V register): the centroids of coordinates first..first+lanes-1,
     each looked up in its segment's table <tables><segment index>; with byte_lookups
     (isas.py), an 8-bit segment's from its code bytes in memory, `lanes` of them from
-    the byte of lane 0 (lanes outside lo..hi look up other bytes, which the blend drops)."""
+    the byte of lane 0 (lanes outside lo..hi look up other bytes, which the blend drops).
+    Every layout the generator accepts keeps those bytes inside the readable ones (all
+    supported head dims at rates 7.125 to 8 were checked); one that did not stops the
+    generator here rather than fall back to a slower lookup."""
     size = simd_read_size(head_dim, bits, lanes)
 
     def part(i, seg, lo, hi):
         if byte_lookups and seg.bits == 8:
             (p,) = segment_planes(seg)
             window = p.offset + first - p.first  # the byte of lane 0: byte j holds coordinate p.first + j
-            if 0 <= window <= size - lanes:
-                return f"{tables}{i}.lookup_code_bytes<1>({src} + {window})"
+            if not 0 <= window <= size - lanes:
+                raise ValueError(f"d={head_dim} bits={bits}: the code bytes of coordinates {first}.."
+                                 f"{first + lanes - 1} start at byte {window}, outside the {size} readable")
+            return f"{tables}{i}.lookup_code_bytes<1>({src} + {window})"
         return f"{tables}{i}.lookup({simd_levels(head_dim, bits, seg, first, lo, hi, lanes, src)})"
 
     return _blend_parts(register_parts(head_dim, bits, first, lanes), part)

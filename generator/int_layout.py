@@ -42,6 +42,13 @@ def has_integer_path(head_dim: int, bits) -> bool:
     return all(s.bits <= MAX_TABLE_BITS for s in segments(head_dim, bits))
 
 
+def has_wide_score(head_dim: int, bits) -> bool:
+    """Whether the integer score looks levels up in int16 tables with an int16 query
+    (templates/score_wide.cpp.j2, runtime/isa/int16.hpp): where some segment's codebook
+    has more than 32 levels, whose error int8 roundings would swamp."""
+    return not has_integer_path(head_dim, bits)
+
+
 MAX_RESIDUAL_HEAD_DIM = 512  # 254 Σ Q T + Σ R T fits int32: d · 127² · 255 < 2^31
 
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import hadamard
 import isas as isa_table
-from int_layout import has_integer_path, has_residual_query
+from int_layout import has_integer_path, has_residual_query, has_wide_score
 from layout import Rate, code_bytes, needs_level_array, segments, simd_needs_padding, simd_read_size
 
 ISAS = isa_table.NAMES
 BIT_KERNELS = ("encode", "decode", "score", "score_int", "accumulate", "accumulate_int", "pack")
-INT_KERNELS = ("score_int", "accumulate_int")  # the integer path: where the codebooks fit byte tables
+INT_KERNELS = ("score_int", "accumulate_int")  # the integer path: byte tables, or int16 ones for the score
 SCALAR_ONLY = ("pack",)  # the layout alone: every ISA's registry entry uses the scalar one
 MIN_HEAD_DIM, MAX_HEAD_DIM = 16, 1024
 
@@ -120,7 +120,10 @@ def bit_kernel_ops(kernel: str, d: int, rate: Rate) -> str:
                   f"{search}, {code_bytes(d, rate)} packed bytes written",
         "decode": f"{d} centroid lookups, {d} multiplies (scale), inverse rotation ({rotation_ops(d)})",
         "score": f"per key: {d} centroid lookups (shared by a block of queries), per query {d} multiply-adds, 1 multiply (scale)",
-        "score_int": (f"per query: {d} roundings to int8 and {d} of the residual; per key: {d} int8 centroid lookups "
+        "score_int": (f"per query: {d} roundings to int16; per key: {d} int16 centroid lookups (shared by a block of "
+                      f"4 queries), per query {d} int16 multiply-adds into int32, 2 multiplies (scales)")
+                     if has_wide_score(d, rate) else
+                     (f"per query: {d} roundings to int8 and {d} of the residual; per key: {d} int8 centroid lookups "
                       f"(shared by a block of queries), per query {2 * d} int8 multiply-adds into int32, 1 multiply-add "
                       f"(the two sums), 2 multiplies (scales)") if has_residual_query(d, rate) else
                      (f"per query: {d} roundings to int8; per key: {d} int8 centroid lookups (shared by a block of queries), "
@@ -148,21 +151,25 @@ def rotation_context(d: int, isa: str) -> dict:
                 rotate_name=kernel_name("rotate", d, None, isa), unrotate_name=kernel_name("unrotate", d, None, isa))
 
 
-def has_int_kernels(isa: str, d: int, rate: Rate) -> bool:
-    """Whether `isa` has its own integer kernels (score_int, accumulate_int) for (d, rate):
-    the scalar reference, and the SIMD ISAs with a byte-lane vocabulary (isas.py byte_lanes)."""
+def has_int_kernel(kind: str, isa: str, d: int, rate: Rate) -> bool:
+    """Whether `isa` has its own integer kernel `kind` (score_int, accumulate_int) for
+    (d, rate): for codebooks of at most 32 levels the scalar reference and the SIMD ISAs
+    with a byte-lane vocabulary (isas.py byte_lanes); above 32 levels the int16 score,
+    one source that every ISA compiles (templates/score_wide.cpp.j2), and no value sum."""
+    if has_wide_score(d, rate):
+        return kind == "score_int"
     info = isa_table.BY_NAME[isa]
     return has_integer_path(d, rate) and (info.family == "scalar" or info.byte_lanes > 0)
 
 
-def int_kernels_isa(cfg: Config, isa: str, d: int, rate: Rate) -> str | None:
-    """The ISA whose integer kernels the registry row of `isa` uses: its own, else
+def int_kernels_isa(cfg: Config, kind: str, isa: str, d: int, rate: Rate) -> str | None:
+    """The ISA whose integer kernel `kind` the registry row of `isa` uses: its own, else
     the best of the build's worse ISAs of its architecture (they run wherever it does:
-    an AVX-512 CPU runs AVX2), else none (a variant whose codebooks exceed 32 levels)."""
+    an AVX-512 CPU runs AVX2), else none (the value sum of codebooks above 32 levels)."""
     arch = isa_table.BY_NAME[isa].arch
     for other in ISAS[ISAS.index(isa):]:
         info = isa_table.BY_NAME[other]
-        if other in cfg.isas and info.arch in (arch, isa_table.ANY) and has_int_kernels(other, d, rate):
+        if other in cfg.isas and info.arch in (arch, isa_table.ANY) and has_int_kernel(kind, other, d, rate):
             return other
     return None
 
@@ -186,7 +193,7 @@ def file_kernels(cfg: Config) -> list[tuple[str, list[Kernel]]]:
                 continue
             for d in cfg.head_dims:
                 for rate in cfg.bits:
-                    if kernel in INT_KERNELS and not has_int_kernels(isa, d, rate):
+                    if kernel in INT_KERNELS and not has_int_kernel(kernel, isa, d, rate):
                         continue
                     add(("pack", "unpack") if kernel == "pack" else (kernel,), d, rate, isa)
     return files
@@ -209,8 +216,8 @@ def registry_rows(cfg: Config) -> tuple[list[dict], list[dict]]:
                 for kind in BIT_KERNELS + ("unpack",):
                     if kind not in INT_KERNELS:
                         row[kind] = kernel_name(kind, d, rate, "scalar" if kind in SCALAR_ONLY + ("unpack",) else isa)
-                owner = int_kernels_isa(cfg, isa, d, rate)
                 for kind in INT_KERNELS:
+                    owner = int_kernels_isa(cfg, kind, isa, d, rate)
                     row[kind] = f"&tq::{owner}::{kernel_name(kind, d, rate, owner)}" if owner else "nullptr"
                 variants.append(row)
     return rotations, variants
@@ -251,6 +258,8 @@ def outputs(cfg: Config) -> list[Output]:
             outs.append(Output("rotate", path, template, ctx, f"--head-dims {k.head_dim} --isas {isas}"))
             continue
         d, rate, lanes = k.head_dim, k.rate, isa.lanes
+        if k.kind == "score_int" and has_wide_score(d, rate):
+            template = "score_wide.cpp.j2"  # one source for every ISA
         ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
                    score_accumulators=cfg.score_accumulators, reg_budget=isa.reg_budget, byte_lanes=isa.byte_lanes,
                    byte_dot_extension=isa.byte_dot_extension, level_grid=isa.level_grid,

@@ -1,7 +1,7 @@
 // The integer score path (score_int): within the bound docs/kernels.md derives from
-// its int8 roundings of the exact score over the decoded levels (and within the query's
-// rounding alone of the score over the int8 tables' centroids), for every variant
-// that has one; each query of a group scored bit for bit as alone; chosen by
+// its int8 roundings (int16 above 32 levels) of the exact score over the decoded levels
+// (and within the query's rounding alone of the score over the tables' centroids), for
+// every variant; each query of a group scored bit for bit as alone; chosen by
 // fa_tq_config.score, and the cache's attention within that bound's reach.
 #include "test_support.hpp"
 #include "turboquant/turboquant.h"
@@ -31,12 +31,24 @@ Keys encode_keys(const tq_bit_kernels& v, const std::vector<float>& signs, std::
     return k;
 }
 
-// The step of the int8 tables, as docs/kernels.md defines it: the largest centroid
-// magnitude of the variant's codebooks (the last, ascending and symmetric) over 127.
-float int8_step(const tq_bit_kernels& v) {
+// Whether the variant's integer score is the int16 one (a codebook above 32 levels).
+bool wide(const tq_bit_kernels& v) { return v.bits + (v.high_coords ? 1 : 0) > 5; }
+
+// The largest integer of the query and the tables: 127, or for the int16 score the
+// largest M <= 2047 with d M² <= 2^31 - 1 (docs/kernels.md).
+int max_level(const tq_bit_kernels& v) {
+    if (!wide(v)) return 127;
+    int m = 2047;
+    while (double(v.head_dim) * m * m > 2147483647.0) --m;
+    return m;
+}
+
+// The step of the tables, as docs/kernels.md defines it: the largest centroid
+// magnitude of the variant's codebooks (the last, ascending and symmetric) over M.
+float table_step(const tq_bit_kernels& v) {
     float top = v.centroids[(1 << v.bits) - 1];
     if (v.high_coords) top = std::max(top, v.high_centroids[(2 << v.bits) - 1]);
-    return top / 127.0f;
+    return top / float(max_level(v));
 }
 
 // Whether the variant rounds the query to two bytes, Q and its residual R (codebooks
@@ -44,30 +56,34 @@ float int8_step(const tq_bit_kernels& v) {
 // 1/508 of s_q, not 1/2.
 bool residual_query(const tq_bit_kernels& v) { return v.bits + (v.high_coords ? 1 : 0) == 5 && v.head_dim <= 512; }
 
-// e_q / s_q: the query's rounding in units of s_q = max|q| / 127 (int8::quantize_query).
-double query_rounding(const tq_bit_kernels& v) { return (residual_query(v) ? 1.0 / 508 : 0.5) + 0x1p-14; }
+// e_q / s_q: the query's rounding in units of s_q = max|q| / M (int8::quantize_query,
+// int16::quantize_query: half a unit, and three float roundings of a number up to M).
+double query_rounding(const tq_bit_kernels& v) {
+    if (wide(v)) return 0.5 + 0x1p-11;
+    return (residual_query(v) ? 1.0 / 508 : 0.5) + 0x1p-14;
+}
 
 // e_q for query q.
 double query_error(const tq_bit_kernels& v, std::span<const float> q) {
     float top = 0;
     for (float x : q) top = std::max(top, std::fabs(x));
-    return double(top / 127.0f) * query_rounding(v);
+    return double(top / float(max_level(v))) * query_rounding(v);
 }
 
 // Bound b on the integer arithmetic's error, plus the float steps' roundings (the three
-// products: 2^-22 of the result; with the residual also the step over 254 and the sum's
+// products: 2^-22 of the result; with the residual, or int16's sums, also the sum's
 // conversion, no longer exact above 2^24: 2^-21) and a 1e-6 relative slack on b's own
 // float evaluation.
 double with_float_steps(const tq_bit_kernels& v, double b, double exact) {
-    return b * (1 + 1e-6) + (residual_query(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
+    return b * (1 + 1e-6) + (residual_query(v) || wide(v) ? 0x1p-21 : 0x1p-22) * (std::fabs(exact) + b);
 }
 
 // |score_int - scale <q, c[levels]>| <= scale (step/2 sum|q_i| + e_q sum|c_i| + d e_q step/2)
 // with e_q = s_q (1/2 + 2^-14), or s_q (1/508 + 2^-14) with the residual, s_q = max|q| /
-// 127 (docs/kernels.md), plus the float steps.
+// 127 (int16: s_q (1/2 + 2^-11), s_q = max|q| / M; docs/kernels.md), plus the float steps.
 double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale, double exact) {
     const int d = v.head_dim;
-    const double step = int8_step(v);
+    const double step = table_step(v);
     const double e_q = query_error(v, q);
     double sum_q = 0, sum_c = 0;
     for (int i = 0; i < d; ++i) {
@@ -77,14 +93,14 @@ double bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8
     return with_float_steps(v, std::fabs(scale) * (step / 2 * sum_q + e_q * sum_c + d * e_q * step / 2), exact);
 }
 
-// The query's rounding alone: against the score over the int8 tables' centroids
+// The query's rounding alone: against the score over the tables' centroids
 // step · T_l (T_l = round(c_l / step), as int8::table rounds), the difference is
 // scale Σ_i (q_i - s_q Q̃_i) step T_{l_i}, Q̃ the query's one or two bytes, so at most
 // scale e_q step Σ_i |T_{l_i}|, plus the float steps as in bound().  Tighter than
 // bound() by the table's rounding, which dominates it where the residual is kept: a
 // kernel that dropped the residual fails this one.
 double table_centroid(const tq_bit_kernels& v, int i, int level) {
-    const float step = int8_step(v);
+    const float step = table_step(v);
     return std::round(double(tq::test::coord_centroids(v, i)[level]) / double(step)) * double(step);
 }
 double query_bound(const tq_bit_kernels& v, std::span<const float> q, const std::uint8_t* levels, float scale,
@@ -95,7 +111,7 @@ double query_bound(const tq_bit_kernels& v, std::span<const float> q, const std:
 }
 
 // The scores both bounds compare against, in double: over the centroids and over the
-// int8 tables' centroids.
+// tables' centroids.
 struct Reference {
     double exact = 0, over_table = 0;
 };
@@ -114,13 +130,10 @@ constexpr std::size_t kCounts[] = {0, 1, 7, 8, 9, 33, 64};
 
 }  // namespace
 
-TEST_CASE("score_int: within the bounds of its int8 roundings, for every variant that has it") {
+TEST_CASE("score_int: within the bounds of its int8 (or int16) roundings, for every variant") {
     int tested = 0;
     tq::test::for_each_variant([&](const tq_bit_kernels& v, const tq_kernels& k, const std::vector<float>& signs) {
-        const bool expected = v.bits + (v.high_coords ? 1 : 0) <= 5;
-        const bool has_int = v.score_int != nullptr;
-        CHECK(has_int == expected);  // 32 levels at most: two byte shuffles
-        if (!v.score_int) return;
+        REQUIRE(bool(v.score_int));  // every rate: int8 tables up to 32 levels, int16 above
         ++tested;
         const int d = v.head_dim;
         for (std::size_t n : kCounts) {
@@ -221,18 +234,19 @@ TEST_CASE("score_int: fa_tq_config.score picks the path, refuses what it cannot 
     CHECK(fa_tq_init(d, c, 1) == nullptr);
     CHECK(std::string(fa_tq_last_error()).find("config.score 7 is not an fa_tq_score") != std::string::npos);
     CHECK(fa_tq_config_default().score == FA_TQ_SCORE_FLOAT);
-    // A compiled key rate without an integer path (codebooks above 32 levels) refuses INT8.
+    // A compiled rate above 32 levels scores in integers (int16) but refuses the integer
+    // value sum.
     for (const tq_bit_kernels& w : tq::variants()) {
-        if (w.score_int) continue;
+        if (w.accumulate_int) continue;
         fa_tq_config big = fa_tq_config_default();
         big.key_bits = big.value_bits = tq::rate(w);
         big.score = FA_TQ_SCORE_INT8;
-        CHECK(fa_tq_init(w.head_dim, big, 1) == nullptr);
-        CHECK(std::string(fa_tq_last_error()).find("needs key codebooks of at most 32 levels") != std::string::npos);
-        big.score = FA_TQ_SCORE_DEFAULT;
         fa_tq_state* s = fa_tq_init(w.head_dim, big, 1);
         CHECK(s != nullptr);
         fa_tq_free(s);
+        big.value_sum = FA_TQ_VALUE_SUM_INT8;
+        CHECK(fa_tq_init(w.head_dim, big, 1) == nullptr);
+        CHECK(std::string(fa_tq_last_error()).find("needs value codebooks of at most 32 levels") != std::string::npos);
         break;
     }
 }
@@ -266,7 +280,7 @@ TEST_CASE("score_int: attention through the cache stays within the bound's reach
         // B over every (query head, key), from what the cache returns (the decoded keys):
         // |s| (δ/2 ‖q'‖₁ + e_q Σ|c| + d e_q δ/2) = ‖r‖₁ e_q + |s| (δ/2) (‖q'‖₁ + d e_q),
         // r = the rotated decoded key (s c[levels]), |s| = ‖r‖₂ / ‖c[levels]‖₂ <= ‖r‖₂ / (√d c_min).
-        const double step = int8_step(v);
+        const double step = table_step(v);
         double c_min = INFINITY;
         for (int i = 0; i < d; ++i)
             for (int l = 0; l < (1 << tq::test::coord_bits(v, i)); ++l)
@@ -284,7 +298,7 @@ TEST_CASE("score_int: attention through the cache stays within the bound's reach
                 q1 += a;
                 q_top = std::max(q_top, a);
             }
-            const double e_q = q_top / 127 * query_rounding(v) * (1 + 1e-6);
+            const double e_q = q_top / max_level(v) * query_rounding(v) * (1 + 1e-6);
             const int g = h / (q_heads / heads);
             for (int t = 0; t < n; ++t) {
                 // dequantize's layout: [position][head][d]

@@ -29,7 +29,8 @@ constexpr llama_pos k_serial_positions = 1024;
 
 // LLAMA_TQ_ARITHMETIC (environment): "float" (or unset) keeps the library's float scores
 // and value sums; "int8" asks for its integer paths (docs/kernels.md) for K and for V
-// wherever their rate's kernels have one (5 bits and below), float above.
+// wherever their rate's kernels have one: the score at every rate (int16 tables above 5
+// bits), the value sum at 5 bits and below, float above.
 // llama_context_params has no field for it, and the cache types name rates only.
 bool integer_arithmetic() {
     const char * v = std::getenv("LLAMA_TQ_ARITHMETIC");

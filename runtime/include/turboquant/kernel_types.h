@@ -97,14 +97,15 @@ typedef struct tq_bit_kernels {
     /* score's integer path: the query rounded to int8 per call (with 32-level
      * codebooks at head dims up to 512 also its residual, a second byte), the
      * centroids to an int8 table, the products summed exactly in int32
-     * (docs/kernels.md bounds the difference to score).  NULL where a codebook has
-     * more than 32 levels (a rate above 5 bits). */
+     * (docs/kernels.md bounds the difference to score).  Where a codebook has more
+     * than 32 levels (a rate above 5 bits) the query and the table are int16 instead
+     * (at most 2047 in magnitude, less above head dim 512). */
     tq_score_fn score_int;
     /* accumulate's integer path: per chunk of 64 values each query's weight x scale
      * products rounded to bytes (0..254) with one float scale, the centroids to an int8
      * table, the sums exact in int32 (docs/kernels.md bounds the difference to
      * accumulate).  Weights and scales must not be negative (a negative product counts
-     * as 0).  NULL where score_int is. */
+     * as 0).  NULL where a codebook has more than 32 levels (a rate above 5 bits). */
     tq_accumulate_fn accumulate_int;
 } tq_bit_kernels;
 

@@ -84,8 +84,9 @@ typedef enum fa_tq_smooth {
 /* How attention scores keys (docs/kernels.md, "The integer score path"): in
  * float (each centroid times the query), or in integers (the query rounded to
  * int8 per call, with 5-bit keys also its residual, centroids to an int8 table,
- * exact int32 sums: faster, within a derived bound of the float score).  INT8 needs key codebooks of at most 32
- * levels (key bits <= 5); a config asking it of more bits is refused.  Batched
+ * exact int32 sums: faster, within a derived bound of the float score).  Keys
+ * above 5 bits round the query and the centroids to int16 instead (docs/kernels.md,
+ * "The integer score above 32 levels").  Batched
  * attention's tiles of 16 query rows or more score positions past the first 256
  * (every position, where the tile's first token is past them) in float over
  * decoded keys either way (docs/kernels.md, "The dense product"). */
