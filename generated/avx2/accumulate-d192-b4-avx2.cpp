@@ -87,6 +87,7 @@ static void tq_accumulate_d192_b4__avx2_q1(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const I w0 = load_dwords(p + 0);
                 const I w1 = load_dwords(p + 32);
                 const I w2 = load_dwords(p + 64);
@@ -204,6 +205,7 @@ static void tq_accumulate_d192_b4__avx2_q2(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -512,6 +514,7 @@ static void tq_accumulate_d192_b4__avx2_q3(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -1022,6 +1025,7 @@ static void tq_accumulate_d192_b4__avx2_q4(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -1638,6 +1642,7 @@ static void tq_accumulate_d192_b4__avx2_q8(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the

@@ -64,6 +64,7 @@ static void tq_accumulate_d256_b3__avx2_q1(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const V wt = set1(wts[0][t]);
                 a0_0 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0_0);
                 a0_1 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 8), shl<2>(field<0, 1>(p + 72)))), a0_1);
@@ -160,6 +161,7 @@ static void tq_accumulate_d256_b3__avx2_q2(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -512,6 +514,7 @@ static void tq_accumulate_d256_b3__avx2_q3(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -1124,6 +1127,7 @@ static void tq_accumulate_d256_b3__avx2_q4(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -1878,6 +1882,7 @@ static void tq_accumulate_d256_b3__avx2_q8(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).

@@ -53,6 +53,7 @@ static void tq_accumulate_int_d192_b4__avx2_queries_vnni(const float* weights, s
                 for (int k = 0; k < 4; ++k) {
                     const uint8_t* p = value(4 * g + k);
                     prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                    prefetch(p, 3136);
                     c[k] = lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p)));
                 }
                 B x[4];
@@ -262,6 +263,7 @@ static void tq_accumulate_int_d192_b4__avx2_queries(const float* weights, size_t
                 for (int k = 0; k < 4; ++k) {
                     const uint8_t* p = value(4 * g + k);
                     prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                    prefetch(p, 3136);
                     c[k] = lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0>(load_windows<0, 8, 16, 24>(p)));
                 }
                 B x[4];

@@ -49,6 +49,7 @@ static void tq_score_int_d256_b3__avx2_queries_vnni(const float* q, const uint8_
         for (int j = 0; j < Q; ++j) start[p][j] = start_sums_vnni(qi[p][j], 256);
     auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 3136);
         for (int k = 0; k < P; ++k)
             for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
@@ -145,6 +146,7 @@ static void tq_score_int_d256_b3__avx2_queries(const float* q, const uint8_t* co
         for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 256);
     auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 3136);
         for (int k = 0; k < P; ++k)
             for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {

@@ -42,6 +42,7 @@ static void tq_accumulate_d160_b4__avx512_q1(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 80;
                 prefetch(p, 2560);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2624);
                 const V wt = set1(wts[0][t]);
                 a0_0 = fmadd(wt, centroids0.lookup(field<0, 15>(p + 0)), a0_0);
                 a0_1 = fmadd(wt, centroids0.lookup(field<0, 15>(p + 16)), a0_1);
@@ -102,6 +103,7 @@ static void tq_accumulate_d160_b4__avx512_q2(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 80;
                 prefetch(p, 2560);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2624);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -217,6 +219,7 @@ static void tq_accumulate_d160_b4__avx512_q3(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 80;
                 prefetch(p, 2560);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2624);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -370,6 +373,7 @@ static void tq_accumulate_d160_b4__avx512_q4(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 80;
                 prefetch(p, 2560);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2624);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -578,6 +582,7 @@ static void tq_accumulate_d160_b4__avx512_q8(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 80;
                 prefetch(p, 2560);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2624);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).

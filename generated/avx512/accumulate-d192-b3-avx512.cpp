@@ -44,6 +44,7 @@ static void tq_accumulate_d192_b3__avx512_q1(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 72;
                 prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2368);
                 const V wt = set1(wts[0][t]);
                 a0_0 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 48)))), a0_0);
                 a0_1 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(blend<0xff00>(field<0, 1, -8>(p + 56), field<1, 1>(p + 40))))), a0_1);
@@ -108,6 +109,7 @@ static void tq_accumulate_d192_b3__avx512_q2(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 72;
                 prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2368);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -237,6 +239,7 @@ static void tq_accumulate_d192_b3__avx512_q3(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 72;
                 prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2368);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -427,6 +430,7 @@ static void tq_accumulate_d192_b3__avx512_q4(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 72;
                 prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2368);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -661,6 +665,7 @@ static void tq_accumulate_d192_b3__avx512_q8(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 72;
                 prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 2368);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).

@@ -48,6 +48,7 @@ static void tq_accumulate_d256_b3__avx512_q1(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 const V wt = set1(wts[0][t]);
                 a0_0 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 0), shl<2>(field<0, 1>(p + 64)))), a0_0);
                 a0_1 = fmadd(wt, centroids0.lookup(or_(field<0, 3>(p + 16), shl<2>(field<0, 1>(p + 80)))), a0_1);
@@ -120,6 +121,7 @@ static void tq_accumulate_d256_b3__avx512_q2(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -277,6 +279,7 @@ static void tq_accumulate_d256_b3__avx512_q3(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -524,6 +527,7 @@ static void tq_accumulate_d256_b3__avx512_q4(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).
@@ -830,6 +834,7 @@ static void tq_accumulate_d256_b3__avx512_q8(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 96;
                 prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 3136);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
                 // weights at once spilled an accumulator on AVX2: 1.2x slower).

@@ -71,6 +71,7 @@ static void tq_accumulate_d256_b4__avx512_q1(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 const I w1 = load_dwords(p + 64);
                 const V wt = set1(wts[0][t]);
@@ -171,6 +172,7 @@ static void tq_accumulate_d256_b4__avx512_q2(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -356,6 +358,7 @@ static void tq_accumulate_d256_b4__avx512_q3(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -634,6 +637,7 @@ static void tq_accumulate_d256_b4__avx512_q4(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -970,6 +974,7 @@ static void tq_accumulate_d256_b4__avx512_q8(const float* weights, size_t weight
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the

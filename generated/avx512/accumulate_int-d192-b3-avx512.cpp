@@ -53,6 +53,7 @@ static void tq_accumulate_int_d192_b3__avx512_queries_vnni(const float* weights,
                 for (int k = 0; k < 4; ++k) {
                     const uint8_t* p = value(4 * g + k);
                     prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                    prefetch(p, 2368);
                     c[k] = lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0, 0, 0, 2, 2>(load_windows<0, 8, 16, 24, 32, 40, 0, 8>(p)), shl_bytes<2>(field_bytes<1, 0, 0, 0, 1, 1, 1, 2, 2>(load_windows<48, 56, 64, 48, 56, 64, 48, 56>(p)))));
                 }
                 B x[4];
@@ -172,6 +173,7 @@ static void tq_accumulate_int_d192_b3__avx512_queries(const float* weights, size
                 for (int k = 0; k < 4; ++k) {
                     const uint8_t* p = value(4 * g + k);
                     prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+                    prefetch(p, 2368);
                     c[k] = lookup_bytes(table0, or_bytes(field_bytes<3, 0, 0, 0, 0, 0, 0, 2, 2>(load_windows<0, 8, 16, 24, 32, 40, 0, 8>(p)), shl_bytes<2>(field_bytes<1, 0, 0, 0, 1, 1, 1, 2, 2>(load_windows<48, 56, 64, 48, 56, 64, 48, 56>(p)))));
                 }
                 B x[4];

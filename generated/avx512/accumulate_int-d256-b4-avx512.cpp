@@ -53,6 +53,7 @@ static void tq_accumulate_int_d256_b4__avx512_queries_vnni(const float* weights,
                 for (int k = 0; k < 4; ++k) {
                     const uint8_t* p = value(4 * g + k);
                     prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                    prefetch(p, 4160);
                     c[k] = lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0, 0, 0, 0, 0>(load_windows<0, 8, 16, 24, 32, 40, 48, 56>(p)));
                 }
                 B x[4];
@@ -202,6 +203,7 @@ static void tq_accumulate_int_d256_b4__avx512_queries(const float* weights, size
                 for (int k = 0; k < 4; ++k) {
                     const uint8_t* p = value(4 * g + k);
                     prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                    prefetch(p, 4160);
                     c[k] = lookup_bytes(table0, field_bytes<15, 0, 0, 0, 0, 0, 0, 0, 0>(load_windows<0, 8, 16, 24, 32, 40, 48, 56>(p)));
                 }
                 B x[4];

@@ -44,6 +44,7 @@ static void tq_score_int_d192_b3__avx512_queries_vnni(const float* q, const uint
         for (int j = 0; j < Q; ++j) start[p][j] = start_sums_vnni(qi[p][j], 192);
     auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 2368);
         for (int k = 0; k < P; ++k)
             for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
@@ -110,6 +111,7 @@ static void tq_score_int_d192_b3__avx512_queries(const float* q, const uint8_t* 
         for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 192);
     auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 2304);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 2368);
         for (int k = 0; k < P; ++k)
             for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {

@@ -45,6 +45,7 @@ static void tq_score_int_d256_b4__avx512_queries_vnni(const float* q, const uint
         for (int j = 0; j < Q; ++j) start[p][j] = start_sums_vnni(qi[p][j], 256);
     auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 4160);
         for (int k = 0; k < P; ++k)
             for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {
@@ -117,6 +118,7 @@ static void tq_score_int_d256_b4__avx512_queries(const float* q, const uint8_t* 
         for (int j = 0; j < Q; ++j) start[p][j] = start_sums(qi[p][j], 256);
     auto key_sums = [&](const uint8_t* p, J (&sums)[P][Q]) {
         prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 4160);
         for (int k = 0; k < P; ++k)
             for (int j = 0; j < Q; ++j) sums[k][j] = start[k][j];
         {

@@ -103,6 +103,7 @@ static void tq_accumulate_d256_b4__neon_q1(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 const I w1 = load_dwords(p + 32);
                 const I w2 = load_dwords(p + 64);
@@ -245,6 +246,7 @@ static void tq_accumulate_d256_b4__neon_q2(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -647,6 +649,7 @@ static void tq_accumulate_d256_b4__neon_q3(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -1317,6 +1320,7 @@ static void tq_accumulate_d256_b4__neon_q4(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the
@@ -2129,6 +2133,7 @@ static void tq_accumulate_d256_b4__neon_q8(const float* weights, size_t weight_s
             for (size_t t = 0; t < nb; ++t) {
                 const uint8_t* p = codes + (t0 + t) * 128;
                 prefetch(p, 4096);  // the hardware prefetcher alone leaves L3 latency exposed
+                prefetch(p, 4160);
                 const I w0 = load_dwords(p + 0);
                 // The pass's centroids first, then one weight at a time: live are the
                 // accumulators, these centroids and one broadcast weight (all the

@@ -54,6 +54,7 @@ static void tq_score_d192_b4__neon_queries(const float* q, const uint8_t* codes,
     // One key's sums for the Q queries, still spread over the lanes.
     auto key_sums = [&](const uint8_t* p, V (&sums)[Q]) {
         prefetch(p, 3072);  // the hardware prefetcher alone leaves L3 latency exposed
+        prefetch(p, 3136);
         // 2 partial sums per key and query (generator option --score-accumulators: latency vs registers)
         V a0[Q], a1[Q];
         for (int j = 0; j < Q; ++j) a0[j] = a1[j] = zero();
