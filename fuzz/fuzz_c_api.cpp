@@ -70,7 +70,7 @@ fa_tq_config config_arg(Bytes& in, const std::vector<float>& rates) {
     constexpr int kSinks[] = {0, 0, FA_TQ_NO_SINKS, 1, 4, 64, 65, -2};
     c.sinks = kSinks[in.byte() % 8];
     set_enum(c.smooth, in, 3);
-    set_enum(c.score, in, 3);      // INT8 with 6- to 8-bit keys: refused
+    set_enum(c.score, in, 3);      // INT8: every key rate (int16 tables above 5 bits)
     set_enum(c.value_sum, in, 3);  // INT8 with 6- to 8-bit values: refused
     return c;
 }

@@ -259,8 +259,8 @@ def outputs(cfg: Config) -> list[Output]:
             continue
         d, rate, lanes = k.head_dim, k.rate, isa.lanes
         if k.kind == "score_int" and has_wide_score(d, rate):
-            template = "score_wide.cpp.j2"  # one source for every ISA
-        ctx.update(bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
+            template = "score_wide.cpp.j2"  # one source for every ISA (the SIMD ones add their prefetch)
+        ctx.update(family=isa.family, bits=rate, rate=rate, segments=segments(d, rate), code_bytes=code_bytes(d, rate),
                    score_accumulators=cfg.score_accumulators, reg_budget=isa.reg_budget, byte_lanes=isa.byte_lanes,
                    byte_dot_extension=isa.byte_dot_extension, level_grid=isa.level_grid,
                    byte_lookups=isa.byte_lookups,

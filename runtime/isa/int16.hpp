@@ -45,7 +45,8 @@ constexpr Table<N> table(const float (&c)[N], float step) {
 }
 
 // Writes out[i] = Q_i for i < D and returns s_q (0, with every Q_i 0, for a zero query
-// and for one whose largest |q_i| is below 2^-110, as int8::quantize_query).
+// and for one whose largest |q_i| is below 2^-110, where M / max would overflow a float:
+// int8::quantize_query's cutoff, 2^-120, is for M = 127).
 // |q_i - s_q Q_i| <= s_q (1/2 + M · 3 · 2^-24): the half of the rounding to an integer,
 // and |q_i| <= M s_q times the three float roundings of M / max, q_i · (M / max) and
 // max / M.  Always inlined, for the reason int8.hpp gives.

@@ -80,6 +80,7 @@ Kernel resolve_arithmetic(int asked, int fallback, Kernel float_kernel, Kernel i
         case 1: return float_kernel;
         case 2:
             if (int_kernel) return int_kernel;
+            // Only the value sum lacks one (above 5 bits); every key rate has an integer score.
             fail(TQ_ERROR_UNSUPPORTED, std::string("fa_tq_init: config.") + field + " int8 needs " + role +
                                            " codebooks of at most 32 levels; " + letter +
                                            tq::detail::rate_text(rate_eighths) + " has more (" + role +

@@ -86,7 +86,7 @@ typedef enum fa_tq_smooth {
  * int8 per call, with 5-bit keys also its residual, centroids to an int8 table,
  * exact int32 sums: faster, within a derived bound of the float score).  Keys
  * above 5 bits round the query and the centroids to int16 instead (docs/kernels.md,
- * "The integer score above 32 levels").  Batched
+ * "The integer score above 32 levels"; slower than float on AVX2).  Batched
  * attention's tiles of 16 query rows or more score positions past the first 256
  * (every position, where the tile's first token is past them) in float over
  * decoded keys either way (docs/kernels.md, "The dense product"). */
