@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this): the setup scripts, then each
+# workflow preset in turn (docs/contributing.md "CI's presets": what each covers that no
+# other does, and its time).  Stops at the first failure.  At the end, or at that failure,
+# prints each step's wall time and the total, with a warning past CI's 60-minute budget.
+#
+#   scripts/test-all.sh                  every step, in CI's order
+#   scripts/test-all.sh sanitize tsan    only these presets (after the setup)
+#   scripts/test-all.sh --list           the steps, one a line
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+presets=(test test-cpus llama.cpp-test eighths avx512-emulated sanitize scalar-only aarch64 tsan fuzz)
+budget_s=3600  # CI's budget; its hard limit is 5400 s, the margin is for a slow machine
+
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' setup "${presets[@]}"
+  exit 0
+fi
+selected=("${presets[@]}")
+if [ $# -gt 0 ]; then
+  for p in "$@"; do
+    [[ " ${presets[*]} " == *" $p "* ]] || { echo "test-all.sh: '$p' is not one of: ${presets[*]}" >&2; exit 2; }
+  done
+  selected=("$@")
+fi
+
+names=()
+times=()
+start_all=$(date +%s)
+report() {
+  local rc=$? now=$(date +%s)
+  local total=$(( now - start_all ))
+  if [ "$rc" -ne 0 ] && [ -n "${current:-}" ]; then
+    names+=("$current (failed)")
+    times+=($(( now - step_t0 )))
+  fi
+  echo
+  echo "test-all.sh: wall time per step (s)"
+  for i in "${!names[@]}"; do
+    printf '  %-18s %6s\n' "${names[$i]}" "${times[$i]}"
+  done
+  printf '  %-18s %6s\n' total "$total"
+  if [ "$total" -gt "$budget_s" ]; then
+    echo "test-all.sh: WARNING: $total s is over CI's budget of $budget_s s (the hard limit is 5400 s): trim a preset (docs/contributing.md)"
+  fi
+}
+trap report EXIT
+
+step() {  # step NAME COMMAND...: runs COMMAND, timed under NAME
+  current=$1
+  shift
+  echo "=== test-all.sh: $current"
+  step_t0=$(date +%s)
+  "$@"
+  names+=("$current")
+  times+=($(( $(date +%s) - step_t0 )))
+}
+
+if [[ " ${selected[*]} " == *" llama.cpp-test "* ]]; then  # its models and llama.cpp's sources
+  step setup bash -c 'scripts/setup-debian.sh && scripts/setup-model.sh && scripts/setup-llamacpp.sh'
+else
+  step setup scripts/setup-debian.sh
+fi
+for p in "${selected[@]}"; do
+  step "$p" cmake --workflow --preset "$p"
+done
+current=""
