@@ -91,6 +91,29 @@ macro(tq_load_isa_table)
   endforeach()
 endmacro()
 
+# The ISAs of TQ_PROCESSOR_ISAS that the build machine's CPU runs (each ISA's CPU check of
+# the ISA table, compiled and run at configure time), into <var>: TQ_ISAS=native, for test
+# builds whose kernels are only worth compiling where they run here.  Never for a build
+# that runs elsewhere; not in a cross build.
+function(tq_native_isas var)
+  if(CMAKE_CROSSCOMPILING)
+    message(FATAL_ERROR "TQ_ISAS=native: a cross build cannot run its probes on its target")
+  endif()
+  set(native "")
+  foreach(isa IN LISTS TQ_PROCESSOR_ISAS)
+    set(probe "${CMAKE_BINARY_DIR}/turboquant-native/${isa}.cpp")
+    file(WRITE "${probe}" "int main() { return (${TQ_ISA_CPU_CHECK_${isa}}) ? 0 : 1; }\n")
+    try_run(runs compiles SOURCES "${probe}" COMPILE_OUTPUT_VARIABLE log)
+    if(NOT compiles)
+      message(FATAL_ERROR "TQ_ISAS=native: the CPU check of ${isa} does not compile:\n${log}")
+    endif()
+    if(runs EQUAL 0)
+      list(APPEND native ${isa})
+    endif()
+  endforeach()
+  set(${var} ${native} PARENT_SCOPE)
+endfunction()
+
 function(tq_generate_kernels)
   cmake_parse_arguments(ARG "" "OUT_DIR;NAME;SOURCES_VAR;KERNEL_LIBS_VAR;SCORE_ACCUMULATORS" "HEAD_DIMS;BITS;ISAS" ${ARGN})
   _tq_require_generator_python()

@@ -123,8 +123,8 @@ def for_this_machine() -> tuple[str, ...]:
 
 
 def cmake_table(processor: str) -> str:
-    """The table for CMake (generate.py --isa-table): every ISA's flags and intrinsics
-    header, and the default ISAs of a build for `processor`."""
+    """The table for CMake (generate.py --isa-table): every ISA's flags, intrinsics
+    header and CPU check, and the default ISAs of a build for `processor`."""
     lines = ["# Written by generator/generate.py --isa-table from generator/isas.py; do not edit.",
              f'set(TQ_KNOWN_ISAS "{";".join(NAMES)}")',
              f'set(TQ_PROCESSOR_ISAS "{";".join(for_processor(processor))}")  # {processor}',
@@ -132,6 +132,7 @@ def cmake_table(processor: str) -> str:
     for isa in ISAS:
         lines.append(f'set(TQ_ISA_FLAGS_{isa.name} "{";".join(isa.flags)}")')
         lines.append(f'set(TQ_ISA_INTRINSICS_{isa.name} "{isa.intrinsics}")')
+        lines.append(f'set(TQ_ISA_CPU_CHECK_{isa.name} [==[{isa.cpu_check}]==])')  # TQ_ISAS=native's probe
         if isa.emulation:
             lines.append(f'set(TQ_ISA_EMULATION_FLAGS_{isa.name} "{";".join(isa.emulation.flags)}")')
             lines.append(f'set(TQ_ISA_EMULATION_HEADER_{isa.name} "{isa.emulation.header}")')

@@ -62,7 +62,21 @@ if [[ " ${selected[*]} " == *" llama.cpp-test "* ]]; then  # its models and llam
 else
   step setup scripts/setup-debian.sh
 fi
+# AVX-512 is tested once per machine: where the CPU runs it and has VNNI, the test preset
+# (TQ_ISAS=native) ran every head dim and rate of it natively, with and without VNNI
+# (test-plain-dot), so the whole run skips the emulation of it; elsewhere avx512-emulated
+# runs its kernels on SIMDe.  Named on the command line, it always runs.
+avx512_native() {
+  [ -x build/test/tools/tq ] && grep -qw avx512_vnni /proc/cpuinfo 2>/dev/null &&
+    build/test/tools/tq list --json | python3 -c 'import json, sys
+isas = {i["name"]: i for i in json.load(sys.stdin)["isas"]}
+sys.exit(0 if isas["avx512"]["compiled"] and isas["avx512"]["runs_here"] else 1)'
+}
 for p in "${selected[@]}"; do
+  if [ "$p" = avx512-emulated ] && [ $# -eq 0 ] && avx512_native; then
+    echo "=== test-all.sh: avx512-emulated skipped: this CPU runs AVX-512 with VNNI, and the test preset ran its kernels natively"
+    continue
+  fi
   step "$p" cmake --workflow --preset "$p"
 done
 current=""
