@@ -27,13 +27,17 @@ fi
 
 names=()
 times=()
+tests_run=0
+tests_failed=0
+logs=$(mktemp -d)
 start_all=$(date +%s)
 report() {
   local rc=$? now=$(date +%s)
   local total=$(( now - start_all ))
   if [ "$rc" -ne 0 ] && [ -n "${current:-}" ]; then
-    names+=("$current (failed)")
+    names+=("$current (FAILED)")
     times+=($(( now - step_t0 )))
+    count_tests
   fi
   echo
   echo "test-all.sh: wall time per step (s)"
@@ -41,9 +45,11 @@ report() {
     printf '  %-18s %6s\n' "${names[$i]}" "${times[$i]}"
   done
   printf '  %-18s %6s\n' total "$total"
+  rm -rf "$logs"
   if [ "$total" -gt "$budget_s" ]; then
     echo "test-all.sh: WARNING: $total s is over CI's budget of $budget_s s (the hard limit is 5400 s): trim a preset (docs/contributing.md)"
   fi
+  echo "CTest, all presets: $(( tests_run - tests_failed )) passed, $tests_failed failed"
 }
 trap report EXIT
 
@@ -52,9 +58,19 @@ step() {  # step NAME COMMAND...: runs COMMAND, timed under NAME
   shift
   echo "=== test-all.sh: $current"
   step_t0=$(date +%s)
-  "$@"
+  "$@" 2>&1 | tee "$logs/step.log"
   names+=("$current")
   times+=($(( $(date +%s) - step_t0 )))
+  count_tests
+}
+
+count_tests() {  # CTest's summaries in the step's output ("0 tests failed out of 276"), summed over the run
+  local failed run
+  read -r failed run < <(grep -oE '[0-9]+ tests failed out of [0-9]+' "$logs/step.log" 2>/dev/null |
+                         awk '{f += $1; t += $6} END {print f + 0, t + 0}')
+  tests_failed=$(( tests_failed + failed ))
+  tests_run=$(( tests_run + run ))
+  rm -f "$logs/step.log"
 }
 
 if [[ " ${selected[*]} " == *" llama.cpp-test "* ]]; then  # its models and llama.cpp's sources
