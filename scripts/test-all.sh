@@ -81,7 +81,8 @@ fi
 # AVX-512 is tested once per machine: where the CPU runs it and has VNNI, the test preset
 # (TQ_ISAS=native) ran every head dim and rate of it natively, with and without VNNI
 # (test-plain-dot), so the whole run skips the emulation of it; elsewhere avx512-emulated
-# runs its kernels on SIMDe.  Named on the command line, it always runs.
+# runs its kernels on SIMDe.  Named on the command line, it always runs.  (VNNI is read from
+# Linux's CPU flags, avx512_vnni: the kernels' has_vnni() asks the same CPU bit.)
 avx512_native() {
   [ -x build/test/tools/tq ] && grep -qw avx512_vnni /proc/cpuinfo 2>/dev/null &&
     build/test/tools/tq list --json | python3 -c 'import json, sys
