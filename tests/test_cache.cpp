@@ -135,8 +135,18 @@ TEST_CASE("cache: a deserialized cache continues exactly as the serialized one, 
         std::vector<std::uint8_t> longer = bytes;
         longer.push_back(0);
         CHECK_THROWS_AS(dst.deserialize(longer), tq::Error);
-        KVCache other_shape(quant, L, H, max_seq + 1, mode), other_seed(seed_8, L, H, max_seq, mode);
+        // Another ring size, or a linear cache too short for the positions written.
+        const bool ring = mode == KVCache::Mode::ring;
+        KVCache other_shape(quant, L, H, ring ? max_seq + 1 : written - 1, mode), other_seed(seed_8, L, H, max_seq, mode);
         CHECK_THROWS_AS(other_shape.deserialize(bytes), tq::Error);
+        if (!ring) {  // a longer linear cache takes them, and continues as src does
+            KVCache longer_cache(quant, L, H, 2 * max_seq, mode), again(quant, L, H, 2 * max_seq, mode);
+            longer_cache.deserialize(bytes);
+            for (int t = 0; t < written; ++t) step(again, t, b);
+            step(longer_cache, written, a);
+            step(again, written, b);
+            CHECK(a == b);
+        }
         CHECK_THROWS_AS(other_seed.deserialize(bytes), tq::Error);  // same sizes, other codes
         CHECK(dst.serialize() == before);
         dst.deserialize(bytes);

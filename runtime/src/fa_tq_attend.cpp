@@ -27,6 +27,7 @@
 #include "softmax.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <new>
@@ -65,6 +66,7 @@ struct ChunkAttention {
     std::size_t wrap;  // pieces [0, wrap) and [wrap, size) each run in increasing slots (a ring's wrap)
     Softmax softmax;   // softmax_for(the kernels' ISA), resolved once per call
     AttendOps ops;     // attend_ops_for(the kernels' ISA)
+    bool masked = false;  // some slots of [0, n) are not visible (a window): they score -FLT_MAX, weight 0
 
     PieceRanges candidates(std::size_t c0, std::size_t c1) const { return pieces_meeting(pieces, wrap, c0, c1); }
 
@@ -105,6 +107,9 @@ struct ChunkAttention {
         };
         std::size_t s0, s1;
         const auto runs = candidates(c0, c1);
+        // Slots no piece covers keep -FLT_MAX: exp gives them 0, and a chunk of none
+        // merges with weight exp(-FLT_MAX - max) = 0.
+        if (masked) std::fill(scores, scores + std::size_t(group) * len, -std::numeric_limits<float>::max());
         for (auto [b, e] : runs)
           for (std::size_t ip = b; ip < e; ++ip) {
             const Piece& pc = pieces[ip];
@@ -596,7 +601,7 @@ int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& 
     const bool f16 = lay.levers.f16_scales;
     Scratch& s = scratch;
     try {
-        cut_pieces(cache, lay, std::max(0L, long(pos) + 1 - long(n)), pos, s.pieces);
+        cut_pieces(cache, lay, cache->first_visible(lay, pos), pos, s.pieces);
         const Chunking& chunks = s.chunks = chunking(n, cache->parallel(), kv_heads, s.pieces);
         const std::size_t tasks = std::size_t(kv_heads) * chunks.count, parts = std::size_t(n_q_heads) * chunks.count;
         s.resize(std::size_t(n_q_heads), tasks, std::size_t(n_q_heads / kv_heads), chunks.longest, parts,
@@ -617,7 +622,8 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
     const Chunking& chunks = s.chunks;
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
-                                chunks.wrap, softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa)};
+                                chunks.wrap, softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa),
+                                cache->first_visible(lay, pos) > long(pos) + 1 - long(n)};
     const DecodeJob job{attend,
                         lay.keys,
                         lay.values,

@@ -18,15 +18,15 @@ int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_laye
 // Smoothing learns the channel energies of each KV head's queries (its group's).
 void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads, int d);
 
-// Decode: the query token at pos attends over positions 0..pos (a ring: the last
-// max_seq_len), all written; out[n_q_heads * d].
+// Decode: the query token at pos attends over positions first_visible..pos, all
+// written; out[n_q_heads * d].
 int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_q_heads);
 void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
                    const float* q, int n_q_heads, float scale, float* out);
 
 // Prefill: query token i (q, out: [n_tokens][n_q_heads][d]) attends over positions
-// 0..pos+i, all written, with slot = position (a linear cache, or a ring that has
-// not wrapped: pos + n_tokens <= max_seq_len).
+// 0..pos+i, all written and visible, with slot = position (a linear cache, or a ring
+// that has not wrapped: first_visible(pos + n_tokens - 1) == 0).
 int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
                     int n_q_heads);
 void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,

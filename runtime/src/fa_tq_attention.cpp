@@ -103,9 +103,10 @@ extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cach
         const int d = state->head_dim;
         const float scale = resolved_scale(softmax_scale, d);
         const std::size_t q_row = std::size_t(n_q_heads) * d, kv_row = std::size_t(cache->num_heads) * d;
-        // A ring that wraps within the call overwrites positions its earlier queries
-        // see: those attend token by token, into scratch until every write succeeded.
-        const bool wraps = cache->ring && long(pos) + n_tokens > cache->max_seq_len;
+        // Where a query does not see from position 0 (a window, a ring that wraps within
+        // the call and overwrites positions its earlier queries see, what a truncate
+        // left): token by token, into scratch until every write succeeded.
+        const bool wraps = cache->first_visible(lay, pos + n_tokens - 1) > 0;
         thread_local std::vector<float> wrapped_out;
         thread_local LayerUndo undo;
         try {

@@ -58,6 +58,34 @@ void init_stream(fa_tq_stream& s, const fa_tq_state* st, bool is_key, int heads,
     if (s.smoothed) s.smooth.reserve(block_floats);
 }
 
+// dst (a copy of src) with room for new_cap slots per head: each head's written
+// slots (a linear cache: slot = position) where new_cap puts them, and block records
+// reserved for new_cap.  False if the sizes overflow.
+bool restride(fa_tq_stream& dst, const fa_tq_stream& src, const fa_tq_layer& lay, int heads, int old_cap, int new_cap) {
+    std::size_t slots = 0, code_total = 0;
+    if (__builtin_mul_overflow(std::size_t(heads), std::size_t(new_cap), &slots) ||
+        __builtin_mul_overflow(slots, src.code_bytes, &code_total))
+        return false;
+    const std::size_t held = std::size_t(src.length);
+    dst.codes.assign(code_total, 0);
+    for (int h = 0; h < heads; ++h)
+        std::memcpy(dst.codes.data() + std::size_t(h) * new_cap * src.code_bytes,
+                    src.codes.data() + std::size_t(h) * old_cap * src.code_bytes, held * src.code_bytes);
+    auto move_scales = [&](auto& to, const auto& from) {
+        if (from.empty()) return;
+        to.assign(slots, 0);
+        for (int h = 0; h < heads; ++h)
+            std::copy_n(from.begin() + std::ptrdiff_t(std::size_t(h) * old_cap), held,
+                        to.begin() + std::ptrdiff_t(std::size_t(h) * new_cap));
+    };
+    move_scales(dst.scales16, src.scales16);
+    move_scales(dst.scales32, src.scales32);
+    const std::size_t block_floats = max_blocks(lay.levers, new_cap) * std::size_t(heads) * std::size_t(lay.head_dim);
+    if (dst.centered) dst.means.reserve(block_floats);
+    if (dst.smoothed) dst.smooth.reserve(block_floats);
+    return true;
+}
+
 // The cache of num_layers layers, layer l quantized by states[uniform ? 0 : l]; sizes
 // are checked before anything is allocated.
 fa_tq_cache* new_cache(const char* fn, const fa_tq_state* const* states, bool uniform, int num_layers, int num_heads,
@@ -167,7 +195,7 @@ int fa_tq_cache_clear(fa_tq_cache* cache) {
             lay.query_count = 0;
             for (bool is_key : {true, false}) {
                 fa_tq_stream& s = lay.stream(is_key);
-                s.length = 0;
+                s.length = s.floor = 0;
                 std::fill(s.sum.begin(), s.sum.end(), 0.0);
                 std::fill(s.sum_sq.begin(), s.sum_sq.end(), 0.0);
                 s.count = 0;
@@ -213,7 +241,7 @@ float* fa_tq_dequantize(const fa_tq_state* state, const fa_tq_cache* cache, int 
         if (check_layer_state(fn, state, cache, layer) || check_not_null(fn, out, "out")) return nullptr;
         const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
         const fa_tq_stream& s = lay.stream(is_key);
-        const int oldest = cache->ring ? std::max(0, s.length - cache->max_seq_len) : 0;
+        const int oldest = cache->oldest(s);
         if (count < 0 || start < oldest || start > s.length - count) {
             fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": positions [" + std::to_string(start) + ", " +
                                                 std::to_string(std::int64_t(start) + count) + ") are not within the " +
@@ -302,6 +330,76 @@ int fa_tq_cache_evict(fa_tq_cache* cache, int n) {
             }
         cache->evicted += n;
         drop_evicted_blocks(cache);
+        return FA_TQ_OK;
+    });
+}
+
+int fa_tq_cache_set_window(fa_tq_cache* cache, int window) {
+    constexpr const char* fn = "fa_tq_cache_set_window";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        if (window < 0 || (cache->ring && window > cache->max_seq_len))
+            return fail(TQ_ERROR_INVALID_ARGUMENT,
+                        std::string(fn) + ": window must be 0 (all held) or positive" +
+                            (cache->ring ? " and at most the ring's " + std::to_string(cache->max_seq_len) : "") +
+                            ", got " + std::to_string(window));
+        cache->window = window;
+        return FA_TQ_OK;
+    });
+}
+
+int fa_tq_cache_truncate(fa_tq_cache* cache, int length) {
+    constexpr const char* fn = "fa_tq_cache_truncate";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        if (length < 0)
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": length must be >= 0, got " + std::to_string(length));
+        for (fa_tq_layer& lay : cache->layers)
+            for (bool is_key : {true, false}) {
+                fa_tq_stream& s = lay.stream(is_key);
+                if (s.length <= length) continue;
+                // A ring's slots of the removed positions held older ones: those are gone.
+                if (cache->ring) s.floor = std::min(length, cache->oldest(s));
+                s.length = length;
+                drop_blocks_from(cache, lay, s, length + cache->evicted);
+            }
+        return FA_TQ_OK;
+    });
+}
+
+int fa_tq_cache_oldest(const fa_tq_cache* cache) {
+    constexpr const char* fn = "fa_tq_cache_oldest";
+    return guard(fn, -1, [&]() -> int {
+        if (check_not_null(fn, cache, "cache")) return -1;
+        int oldest = 0;
+        for (const fa_tq_layer& lay : cache->layers)
+            oldest = std::max({oldest, cache->oldest(lay.keys), cache->oldest(lay.values)});
+        return oldest;
+    });
+}
+
+int fa_tq_cache_resize(fa_tq_cache* cache, int max_seq_len) {
+    constexpr const char* fn = "fa_tq_cache_resize";
+    return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
+        if (int rc = check_not_null(fn, cache, "cache")) return rc;
+        if (cache->ring) return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": a ring cache keeps its size");
+        int longest = 0;
+        for (const fa_tq_layer& lay : cache->layers) longest = std::max({longest, lay.keys.length, lay.values.length});
+        if (max_seq_len < std::max(1, longest))
+            return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": max_seq_len must be positive and hold the " +
+                                                       std::to_string(longest) + " positions written, got " +
+                                                       std::to_string(max_seq_len));
+        if (max_seq_len == cache->max_seq_len) return FA_TQ_OK;
+        // Every layer's new streams first, then swapped in: all or nothing.
+        std::vector<fa_tq_layer> layers = cache->layers;
+        for (std::size_t l = 0; l < layers.size(); ++l)
+            for (bool is_key : {true, false})
+                if (!restride(layers[l].stream(is_key), cache->layers[l].stream(is_key), cache->layers[l],
+                              cache->num_heads, cache->max_seq_len, max_seq_len))
+                    return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(max_seq_len) +
+                                                               " positions overflow memory sizes");
+        cache->layers.swap(layers);
+        cache->max_seq_len = max_seq_len;
         return FA_TQ_OK;
     });
 }

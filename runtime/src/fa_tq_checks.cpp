@@ -43,8 +43,8 @@ int check_not_null(const char* fn, const void* p, const char* name) {
 }
 
 int check_write_pos(const char* fn, const fa_tq_cache* cache, int layer, int pos, bool is_key) {
-    const int length = cache->layers[std::size_t(layer)].stream(is_key).length;
-    const int oldest = cache->ring ? std::max(0, length - cache->max_seq_len) : 0;
+    const fa_tq_stream& s = cache->layers[std::size_t(layer)].stream(is_key);
+    const int length = s.length, oldest = cache->oldest(s);
     const int limit = cache->ring ? length : std::min(length, cache->max_seq_len - 1);
     if (pos < oldest || pos > limit || pos == std::numeric_limits<int>::max())
         return fail(TQ_ERROR_INVALID_ARGUMENT,

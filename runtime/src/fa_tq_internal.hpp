@@ -5,6 +5,7 @@
 #include "thread_pool.hpp"
 #include "turboquant/turboquant.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -43,6 +44,7 @@ struct fa_tq_stream {
     std::vector<float, tq::detail::CacheLineAllocator<float>> scales32;                 // [head][slot], when scales are float
     std::vector<std::uint16_t, tq::detail::CacheLineAllocator<std::uint16_t>> scales16; // [head][slot], when half
     int length = 0;                      // positions written (absolute in ring mode)
+    int floor = 0;  // a ring's positions below it were overwritten by positions a truncate removed
     // Centering and smoothing (docs/levers.md): running sums over every appended
     // non-sink vector, and per block of positions (blocks first_block ..
     // first_block + blocks - 1) the mean and the channel scales its vectors were
@@ -80,6 +82,7 @@ struct fa_tq_cache {
     int num_layers, num_heads, max_seq_len;
     bool ring;
     long evicted = 0;  // positions dropped by evict since the last clear (absolute = pos + evicted)
+    int window = 0;    // attention sees the last `window` positions (fa_tq_cache_set_window); 0: all held
     std::vector<fa_tq_layer> layers;
     // Attention's executor (fa_tq_cache_set_threads): none, the own pool, or the engine's.
     std::unique_ptr<tq::detail::ThreadPool> pool;
@@ -97,4 +100,13 @@ struct fa_tq_cache {
     // Index of (head, slot) in a stream's per-slot arrays.
     std::size_t stream_index(int head) const { return static_cast<std::size_t>(head) * max_seq_len; }
     int slot(int pos) const { return ring ? pos % max_seq_len : pos; }
+    // The oldest position a stream still holds: a ring's last max_seq_len, less what a
+    // truncate's removed positions had overwritten; a linear cache holds from 0.
+    int oldest(const fa_tq_stream& s) const { return ring ? std::max({0, s.floor, s.length - max_seq_len}) : 0; }
+    // The first position that attention at pos (written, or about to be) sees in a
+    // layer: the window's, the ring's last max_seq_len, and what a truncate left.
+    long first_visible(const fa_tq_layer& lay, int pos) const {
+        const long w = window > 0 ? long(pos) + 1 - window : 0, r = ring ? long(pos) + 1 - max_seq_len : 0;
+        return std::max({0L, w, r, long(lay.keys.floor), long(lay.values.floor)});
+    }
 };

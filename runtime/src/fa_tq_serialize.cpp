@@ -22,7 +22,7 @@ namespace tq::detail {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x31435154;  // "TQC1"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: each stream's floor (fa_tq_cache_truncate); 1 still read
 // Evicted positions a state may record: beyond any stream's life, with absolute positions
 // and their blocks far from overflowing a long.
 constexpr long kMaxEvicted = 1L << 62;
@@ -108,6 +108,7 @@ template <typename IO, typename Stream> void slots(IO& io, const fa_tq_cache* c,
 
 void write_stream(Writer& w, const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stream& s) {
     w.put(std::int32_t(s.length));
+    w.put(std::int32_t(s.floor));
     w.put(std::int64_t(s.count));
     w.put(std::int64_t(s.first_block));
     w.put(std::int64_t(s.blocks));
@@ -171,9 +172,12 @@ void check_bounds(const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stre
         if (!(half_to_float(x) > 0 && half_to_float(x) <= s.smooth_bound)) throw bad("a smoothing scale");
 }
 
-void read_stream(Reader& r, const fa_tq_cache* c, long evicted, const fa_tq_layer& lay, fa_tq_stream& s,
-                 const fa_tq_stream& reserved) {
+void read_stream(Reader& r, std::uint32_t version, const fa_tq_cache* c, long evicted, const fa_tq_layer& lay,
+                 fa_tq_stream& s, const fa_tq_stream& reserved) {
     s.length = r.get<std::int32_t>();
+    s.floor = version >= 2 ? r.get<std::int32_t>() : 0;
+    if (s.floor < 0 || s.floor > s.length || (!c->ring && s.floor != 0))
+        throw Reader::Bad{"a stream's floor is out of range"};
     s.count = long(r.get<std::int64_t>());
     s.first_block = long(r.get<std::int64_t>());
     s.blocks = long(r.get<std::int64_t>());
@@ -254,10 +258,15 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
         std::vector<fa_tq_layer> layers = cache->layers;  // filled, then swapped in: all or nothing
         long evicted = 0;
         try {
-            if (r.get<std::uint32_t>() != kMagic || r.get<std::uint32_t>() != kVersion)
+            const std::uint32_t magic = r.get<std::uint32_t>(), version = r.get<std::uint32_t>();
+            if (magic != kMagic || version < 1 || version > kVersion)
                 throw Reader::Bad{"not a serialized cache of this version"};
-            if (r.get<std::int32_t>() != cache->num_layers || r.get<std::int32_t>() != cache->num_heads ||
-                r.get<std::int32_t>() != cache->max_seq_len || r.get<std::int32_t>() != int(cache->ring))
+            const std::int32_t layers_in = r.get<std::int32_t>(), heads_in = r.get<std::int32_t>(),
+                               capacity_in = r.get<std::int32_t>(), ring_in = r.get<std::int32_t>();
+            // A linear cache takes another capacity's bytes whose positions fit its own
+            // (checked per stream); a ring's slots depend on its size.
+            if (layers_in != cache->num_layers || heads_in != cache->num_heads || ring_in != int(cache->ring) ||
+                (cache->ring ? capacity_in != cache->max_seq_len : capacity_in <= 0))
                 throw Reader::Bad{"the cache has another shape (layers, heads, max_seq_len or ring)"};
             evicted = long(r.get<std::int64_t>());
             if (evicted < 0 || evicted > kMaxEvicted || (cache->ring && evicted != 0))
@@ -269,8 +278,8 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size) {
                 r.get_vector(lay.query_sum_sq, lay.query_sum_sq.size(), "the query statistics");
                 if (lay.query_count < 0) throw Reader::Bad{"the query count is negative"};
                 check_sums({}, lay.query_sum_sq, lay.query_count);
-                read_stream(r, cache, evicted, lay, lay.keys, cache->layers[l].keys);
-                read_stream(r, cache, evicted, lay, lay.values, cache->layers[l].values);
+                read_stream(r, version, cache, evicted, lay, lay.keys, cache->layers[l].keys);
+                read_stream(r, version, cache, evicted, lay, lay.values, cache->layers[l].values);
             }
             if (!r.done()) throw Reader::Bad{"bytes left over after the cache"};
         } catch (const Reader::Bad& bad) {

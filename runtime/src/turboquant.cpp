@@ -95,6 +95,10 @@ void KVCache::set_parallel_for(fa_tq_parallel_for fn, void* ctx) {
     check(fa_tq_cache_set_parallel_for(cache_.get(), fn, ctx));
 }
 void KVCache::evict(int n) { check(fa_tq_cache_evict(cache_.get(), n)); }
+void KVCache::set_window(int window) { check(fa_tq_cache_set_window(cache_.get(), window)); }
+void KVCache::truncate(int length) { check(fa_tq_cache_truncate(cache_.get(), length)); }
+int KVCache::oldest() const { return fa_tq_cache_oldest(cache_.get()); }
+void KVCache::resize(int max_seq_len) { check(fa_tq_cache_resize(cache_.get(), max_seq_len)); }
 void KVCache::copy_from(const KVCache& other) { check(fa_tq_cache_copy(cache_.get(), other.cache_.get())); }
 std::vector<std::uint8_t> KVCache::serialize() const {
     std::size_t size = 0;

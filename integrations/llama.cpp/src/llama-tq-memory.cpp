@@ -26,6 +26,8 @@ namespace {
 constexpr uint64_t k_seed = 0;
 // Decode steps over fewer positions than this run their attention on thread 0 alone.
 constexpr llama_pos k_serial_positions = 1024;
+// A pool's linear caches take room in multiples of this many positions.
+constexpr uint32_t k_page = 256;
 
 // LLAMA_TQ_ARITHMETIC (environment): "float" (or unset) keeps the library's float scores
 // and value sums; "int8" asks for its integer paths (docs/kernels.md) for K and for V
@@ -81,17 +83,11 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
         }
     }
     n_seq_max = cparams.n_seq_max;
-    n_ctx_seq = cparams.n_ctx_seq;
-    if (cparams.kv_unified && n_seq_max > 1) {
-        // No shared pool of cells: each sequence gets an equal share of the context,
-        // as without a unified buffer (llama-server's default -np auto asks for one).
-        n_ctx_seq = cparams.n_ctx / n_seq_max;
-        LLAMA_LOG_WARN("%s: tq KV cache: no unified KV buffer; each of the %u sequences holds up to %u positions\n",
-                       __func__, n_seq_max, n_ctx_seq);
-    }
+    n_ctx_seq = cparams.n_ctx_seq;  // with a unified buffer, n_ctx: any sequence may take the whole pool
+    pool = cparams.kv_unified && n_seq_max > 1 ? cparams.n_ctx : 0;
     n_swa = hp.swa_type == LLAMA_SWA_TYPE_STANDARD ? hp.n_swa : 0;
-    has_ring = n_swa > 0 && n_swa < n_ctx_seq;
-
+    swa_apart = n_swa > 0 && n_swa < n_ctx_seq;
+    has_ring = swa_apart && !params.swa_full;
     fa_tq_config config = fa_tq_config_default();
     config.key_bits = llama_tq_type_bits(params.type_k);
     config.value_bits = llama_tq_type_bits(params.type_v);
@@ -110,7 +106,7 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     }
     int n_full = 0, n_ring = 0;
     for (int il = 0; il < n_layer; ++il) {
-        const bool swa = has_ring && hp.is_swa(il);
+        const bool swa = swa_apart && hp.is_swa(il);
         layer_swa.push_back(swa);
         layer_index.push_back(swa ? n_ring++ : n_full++);
         ops.push_back({this, il, 0.0f});
@@ -118,14 +114,22 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     // With no_alloc (llama.cpp's memory fitting), caches of one position report the
     // bytes per position and the fixed part; nothing of the context's size is allocated.
     probe = hp.no_alloc;
-    const int cap_full = probe ? 1 : int(n_ctx_seq), cap_ring = probe ? 1 : int(n_swa);
+    // A ring keeps the window and some slack: removing that many recent positions
+    // (a server's checkpoint, rejected draft tokens) is exact.  llama.cpp's SWA cache
+    // keeps window + ubatch cells, shared by the sequences of a unified buffer; these
+    // rings keep the same number of positions in all.
+    const uint32_t slack = pool > 0 ? std::max(32u, cparams.n_ubatch / n_seq_max) : cparams.n_ubatch;
+    ring_cap = int(n_swa + slack);
+    const int cap_ring = probe ? 1 : ring_cap;
+    // Linear caches: the whole context per sequence, or in a pool room that grows on demand.
+    const int cap_linear = probe ? 1 : pool > 0 ? int(std::min(n_ctx_seq, k_page)) : int(n_ctx_seq);
     const std::vector<const fa_tq_state *> states(size_t(n_layer), state.get());
     seqs.resize(n_seq_max);
-    auto make = [&](int layers, int cap, bool ring) {
+    auto make = [&](int layers, int cap, bool ring, int window) {
         cache_ptr c;
         if (layers > 0) {
             c.reset(fa_tq_cache_new_layers(states.data(), layers, n_head_kv, cap, ring));
-            if (c == nullptr) {
+            if (c == nullptr || fa_tq_cache_set_window(c.get(), window) != FA_TQ_OK) {
                 refuse(fa_tq_last_error());
             }
             fa_tq_cache_set_parallel_for(c.get(), &llama_tq_team::parallel_for, &team);
@@ -133,8 +137,9 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
         return c;
     };
     for (auto & s : seqs) {
-        s.full = make(n_full, cap_full, false);
-        s.swa = make(n_ring, cap_ring, true);
+        s.full = make(n_full, cap_linear, false, 0);
+        s.swa = make(n_ring, has_ring ? cap_ring : cap_linear, has_ring, probe ? 0 : int(n_swa));
+        s.capacity = cap_linear;
         if (probe) {
             break;  // one sequence's caches tell the bytes of all
         }
@@ -147,9 +152,13 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     for (const fa_tq_cache * c : {seqs[0].full.get(), seqs[0].swa.get()}) {
         per_token += c ? fa_tq_cache_bytes_per_token_all_in(c) : 0.0;
     }
-    LLAMA_LOG_INFO("%s: size = %7.2f MiB (%6u cells, %3d layers, %2u seqs%s), K (%s), V (%s): %.1f bytes/token all in\n",
-                   __func__, double(total) / (1024.0 * 1024.0), n_ctx_seq, n_layer, n_seq_max,
-                   has_ring ? (", sliding-window layers in rings of " + std::to_string(n_swa)).c_str() : "",
+    const std::string swa_text = !swa_apart ? ""
+                                 : has_ring ? ", sliding-window layers in rings of " + std::to_string(n_swa) + " + " +
+                                                  std::to_string(ring_cap - int(n_swa))
+                                            : ", sliding-window layers of " + std::to_string(n_swa) + " in full";
+    LLAMA_LOG_INFO("%s: size = %7.2f MiB (%6u cells%s, %3d layers, %2u seqs%s), K (%s), V (%s): %.1f bytes/token all in\n",
+                   __func__, double(total) / (1024.0 * 1024.0), pool > 0 ? pool : n_ctx_seq,
+                   pool > 0 ? " shared" : " per seq", n_layer, n_seq_max, swa_text.c_str(),
                    llama_tq_type_name(params.type_k), llama_tq_type_name(params.type_v), per_token);
 }
 
@@ -157,8 +166,10 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
 
 bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::string & why) const {
     std::vector<llama_pos> base(n_seq_max);
+    std::vector<llama_pos> top(n_seq_max);
     for (uint32_t s = 0; s < n_seq_max; ++s) {
         base[s] = seqs[s].pos_base;
+        top[s] = seqs[s].pos_max;
     }
     for (const auto & ub : ubatches) {
         for (uint32_t i = 0; i < ub.n_tokens; ++i) {
@@ -179,7 +190,17 @@ bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::stri
                       " is beyond the context of " + std::to_string(n_ctx_seq) + " positions per sequence";
                 return false;
             }
+            top[s] = std::max(top[s], ub.pos[i]);
         }
+    }
+    int64_t total = 0;  // what the sequences would hold together
+    for (uint32_t s = 0; s < n_seq_max; ++s) {
+        total += top[s] < 0 ? 0 : top[s] - base[s] + 1;
+    }
+    if (pool > 0 && total > int64_t(pool)) {
+        why = "the sequences would hold " + std::to_string(total) + " positions, beyond the unified context of " +
+              std::to_string(pool);
+        return false;
     }
     return true;
 }
@@ -216,13 +237,10 @@ llama_memory_context_ptr llama_tq_memory::init_update(llama_context * lctx, bool
 }
 
 bool llama_tq_memory_context::apply() {
-    if (mem != nullptr && i_cur < ubatches.size()) {
-        mem->apply_ubatch(ubatches[i_cur]);
-    }
-    return true;
+    return mem == nullptr || i_cur >= ubatches.size() || mem->apply_ubatch(ubatches[i_cur]);
 }
 
-void llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
+bool llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
     runs.clear();
     team.next_compute();
     {
@@ -244,8 +262,17 @@ void llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
         if (seq.pos_base < 0) {
             seq.pos_base = p;
         }
+        if (!fit_capacity(seq, p - seq.pos_base + 1)) {
+            LLAMA_LOG_ERROR("%s: tq KV cache: sequence %d cannot grow to position %d: %s\n", __func__, s, p,
+                            fa_tq_last_error());
+            if (seq.pos_max < 0) {
+                seq.pos_base = -1;
+            }
+            return false;
+        }
         seq.pos_max = std::max(seq.pos_max, p);
     }
+    return true;
 }
 
 // --- attention -----------------------------------------------------------------
@@ -331,6 +358,62 @@ bool llama_tq_memory::take_status() {
 
 // --- sequences -----------------------------------------------------------------
 
+std::vector<fa_tq_cache *> llama_tq_memory::linear_caches(sequence & s) const {
+    std::vector<fa_tq_cache *> out;
+    if (s.full) {
+        out.push_back(s.full.get());
+    }
+    if (s.swa && !has_ring) {
+        out.push_back(s.swa.get());
+    }
+    return out;
+}
+
+bool llama_tq_memory::fit_capacity(sequence & s, int length) {
+    if (pool == 0 || probe) {
+        return true;  // each sequence has its whole context
+    }
+    auto pages = [](int64_t n) { return int((n + k_page - 1) / k_page * k_page); };
+    int want = s.capacity;
+    if (length > s.capacity) {
+        // Half again as much (few copies as a sequence grows), within what the other
+        // sequences leave of the pool: the pool's positions are never all given twice.
+        int64_t others = 0;
+        for (const auto & o : seqs) {
+            others += &o == &s ? 0 : o.capacity;
+        }
+        const int room = int(std::max<int64_t>(int64_t(pool) - others, 0));
+        want = std::max(pages(length), std::min(pages(int64_t(s.capacity) * 3 / 2), pages(room)));
+    } else if (length < s.capacity / 4 && s.capacity > int(k_page)) {
+        want = std::max(int(k_page), pages(2 * int64_t(length)));  // give most of it back
+    }
+    want = std::min(want, int(n_ctx_seq));
+    if (want == s.capacity) {
+        return true;
+    }
+    for (fa_tq_cache * c : linear_caches(s)) {
+        if (fa_tq_cache_resize(c, want) != FA_TQ_OK) {
+            return false;  // (a cache that did resize holds its positions either way)
+        }
+    }
+    s.capacity = want;
+    return true;
+}
+
+bool llama_tq_memory::truncate(sequence & s, int length) {
+    for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
+        if (c != nullptr && fa_tq_cache_truncate(c, length) != FA_TQ_OK) {
+            return false;
+        }
+    }
+    s.pos_max = s.pos_base + length - 1;
+    if (length == 0) {
+        s.pos_base = s.pos_max = -1;
+    }
+    fit_capacity(s, length);  // shrinking: a failure leaves the larger room, nothing lost
+    return true;
+}
+
 void llama_tq_memory::reset(sequence & s) {
     for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
         if (c != nullptr) {
@@ -338,6 +421,7 @@ void llama_tq_memory::reset(sequence & s) {
         }
     }
     s.pos_base = s.pos_max = -1;
+    fit_capacity(s, 0);
 }
 
 void llama_tq_memory::clear(bool data) {
@@ -364,25 +448,22 @@ bool llama_tq_memory::seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) {
             reset(s);
             return true;
         }
-        if (has_ring) {
-            // A ring cannot give back the positions that the removed ones overwrote, and
-            // a rolled-back ubatch may have reached only some layers: the sequence is
-            // emptied (llama.cpp's callers then decode it again) and the call fails.
-            reset(s);
-            return false;
+        if (p1 > s.pos_max) {
+            // A tail.  A ring gives back the positions the removed ones overwrote only
+            // within its slack; past it, seq_pos_min rises (llama.cpp's SWA cache does
+            // the same), and the callers that need more (llama-server) reprocess.
+            return truncate(s, p0 - s.pos_base);
         }
-        if (p1 > s.pos_max) {  // a tail: later writes overwrite it
-            s.pos_max = p0 - 1;
-            return true;
-        }
-        if (p0 <= s.pos_base) {  // a head: the positions move down, the sequence's positions stay
-            if (fa_tq_cache_evict(s.full.get(), p1 - s.pos_base) != FA_TQ_OK) {
-                return false;
+        if (p0 <= s.pos_base && !has_ring) {  // a head: the positions move down, the sequence's positions stay
+            for (fa_tq_cache * c : linear_caches(s)) {
+                if (fa_tq_cache_evict(c, p1 - s.pos_base) != FA_TQ_OK) {
+                    return false;
+                }
             }
             s.pos_base = p1;
             return true;
         }
-        return false;  // a range in the middle
+        return false;  // a range in the middle, or a ring's head: nothing changed
     };
     if (seq_id >= 0) {
         return remove(seq_id);
@@ -399,11 +480,23 @@ void llama_tq_memory::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, l
         return;
     }
     sequence &from = seqs[src], &to = seqs[dst];
-    const bool whole = (p0 < 0 || p0 <= from.pos_base) && (p1 < 0 || p1 > from.pos_max);
-    if (!whole) {
-        LLAMA_LOG_ERROR("%s: tq KV cache: copying part of a sequence is not supported; sequence %d left as it was\n",
-                        __func__, dst);
+    if (from.pos_max < 0 || (p1 >= 0 && p1 <= from.pos_base)) {
+        return;  // nothing of src in the range
+    }
+    if (p0 > from.pos_base) {
+        LLAMA_LOG_ERROR("%s: tq KV cache: copying positions from %d on (not from the sequence's first, %d) is not "
+                        "supported; sequence %d left as it was\n", __func__, p0, from.pos_base, dst);
         return;
+    }
+    // The whole sequence (a prefix: then its tail removed), into room of the same size.
+    if (pool > 0) {
+        for (fa_tq_cache * c : linear_caches(to)) {
+            if (fa_tq_cache_resize(c, from.capacity) != FA_TQ_OK) {
+                LLAMA_LOG_ERROR("%s: tq KV cache: %s; sequence %d left as it was\n", __func__, fa_tq_last_error(), dst);
+                return;
+            }
+        }
+        to.capacity = from.capacity;
     }
     for (auto [d, s] : {std::pair{to.full.get(), from.full.get()}, std::pair{to.swa.get(), from.swa.get()}}) {
         if (d != nullptr && fa_tq_cache_copy(d, s) != FA_TQ_OK) {
@@ -414,6 +507,11 @@ void llama_tq_memory::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, l
     }
     to.pos_base = from.pos_base;
     to.pos_max = from.pos_max;
+    if (p1 >= 0 && p1 <= from.pos_max) {
+        truncate(to, p1 - to.pos_base);
+    } else {
+        fit_capacity(to, held(to));
+    }
 }
 
 void llama_tq_memory::seq_keep(llama_seq_id seq_id) {
@@ -447,8 +545,9 @@ llama_pos llama_tq_memory::seq_pos_min(llama_seq_id seq_id) const {
         return -1;
     }
     const sequence & s = seqs[seq_id];
-    // With rings, what every layer still holds: the last n_swa positions.
-    return has_ring ? std::max(s.pos_base, s.pos_max - llama_pos(n_swa) + 1) : s.pos_base;
+    // With rings, what every layer still holds: the ring's last positions (window and
+    // slack), less what a removal past the slack lost.
+    return has_ring ? s.pos_base + fa_tq_cache_oldest(s.swa.get()) : s.pos_base;
 }
 
 llama_pos llama_tq_memory::seq_pos_max(llama_seq_id seq_id) const {
@@ -459,40 +558,57 @@ llama_pos llama_tq_memory::seq_pos_max(llama_seq_id seq_id) const {
 }
 
 std::map<ggml_backend_buffer_type_t, size_t> llama_tq_memory::memory_breakdown() const {
-    size_t bytes = 0;
+    // Each cache's fixed part, and its bytes per position times the positions it may
+    // hold: a ring's size, a sequence's context, or in a pool the pool's positions
+    // once.  (probe: caches of one position, of the first sequence only.)
+    size_t bytes = 0, linear_token = 0, ring_token = 0;
     for (const auto & s : seqs) {
-        for (auto [c, cap] : {std::pair{s.full.get(), n_ctx_seq}, std::pair{s.swa.get(), n_swa}}) {
+        for (const fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
             size_t per_token = 0, total = 0;
-            if (c != nullptr && fa_tq_cache_bytes(c, &per_token, &total) == FA_TQ_OK) {
-                // probe: a cache of one position, scaled to the context and every sequence
-                bytes += probe ? (total + per_token * (size_t(cap) - 1)) * n_seq_max : total;
+            if (c == nullptr || fa_tq_cache_bytes(c, &per_token, &total) != FA_TQ_OK) {
+                continue;
+            }
+            const bool ring = has_ring && c == s.swa.get();
+            const size_t cap = probe ? 1 : ring ? size_t(ring_cap) : size_t(s.capacity);
+            bytes += (total - per_token * cap) * (probe ? n_seq_max : 1);
+            if (&s == &seqs[0]) {
+                (ring ? ring_token : linear_token) += per_token;
             }
         }
     }
+    bytes += linear_token * (pool > 0 ? size_t(pool) : size_t(n_ctx_seq) * n_seq_max) +
+             ring_token * size_t(ring_cap) * n_seq_max;
     return {{ggml_backend_cpu_buffer_type(), bytes}};
 }
 
-// The state: a header, then per sequence its id, first and last position, and each
-// of its caches as fa_tq_cache_serialize writes it (machine-local, as llama.cpp's
-// own state is).
+// The state: a header (with whether it is the sliding-window part alone), then per
+// sequence its id, first and last position, and each of its caches (the
+// sliding-window one alone in a partial state) as fa_tq_cache_serialize writes it
+// (machine-local, as llama.cpp's own state is).
 constexpr uint32_t k_state_magic = 0x564b5154;  // "TQKV"
-constexpr uint32_t k_state_version = 1;
+constexpr uint32_t k_state_version = 2;
+// Bytes a serialized cache may take beyond its allocation (headers per layer and stream).
+constexpr uint64_t k_state_headers = 4096;
 
 void llama_tq_memory::state_write(llama_io_write_i & io, llama_seq_id seq_id, llama_state_seq_flags flags) const {
-    GGML_UNUSED(flags);  // the sliding-window part alone (PARTIAL_ONLY) is written whole, like the rest
+    // llama.cpp's server keeps checkpoints of the sliding-window layers alone (PARTIAL_ONLY).
+    const bool partial = (flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != 0 && swa_apart;
     std::vector<uint32_t> chosen;
     for (uint32_t s = 0; s < n_seq_max; ++s) {
         if ((seq_id < 0 || llama_seq_id(s) == seq_id) && seqs[s].pos_max >= 0) {
             chosen.push_back(s);
         }
     }
-    const uint32_t header[3] = {k_state_magic, k_state_version, uint32_t(chosen.size())};
+    const uint32_t header[4] = {k_state_magic, k_state_version, uint32_t(chosen.size()), uint32_t(partial)};
     io.write(header, sizeof(header));
     std::vector<uint8_t> bytes;
     for (uint32_t s : chosen) {
         const int32_t ids[3] = {int32_t(s), seqs[s].pos_base, seqs[s].pos_max};
         io.write(ids, sizeof(ids));
         for (const fa_tq_cache * c : {seqs[s].full.get(), seqs[s].swa.get()}) {
+            if (partial && c != seqs[s].swa.get()) {
+                continue;
+            }
             uint64_t size = 0;
             if (c != nullptr) {
                 size_t n = 0;
@@ -512,8 +628,7 @@ void llama_tq_memory::state_write(llama_io_write_i & io, llama_seq_id seq_id, ll
 }
 
 void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llama_state_seq_flags flags) {
-    GGML_UNUSED(flags);
-    uint32_t header[3] = {0, 0, 0};
+    uint32_t header[4] = {0, 0, 0, 0};
     io.read(header, sizeof(header));
     if (header[0] != k_state_magic || header[1] != k_state_version) {
         refuse("the state was not written by this version of the tq KV cache");
@@ -521,13 +636,22 @@ void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llam
     if (seq_id >= 0 ? header[2] > 1 : header[2] > n_seq_max) {
         refuse("the state holds " + std::to_string(header[2]) + " sequences, more than this context takes");
     }
+    const bool partial = (flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != 0 && swa_apart;
+    if (header[3] != uint32_t(partial)) {
+        refuse(std::string("the state is ") + (header[3] ? "" : "not ") +
+               "the sliding-window part alone, and this read asks for " + (partial ? "that" : "the whole"));
+    }
+    if (partial) {  // into the sequence as it is: a failure leaves it so
+        read_sequences(io, seq_id, header[2], true);
+        return;
+    }
     if (seq_id < 0) {
         clear(true);
     } else {
         seq_rm(seq_id, -1, -1);
     }
     try {
-        read_sequences(io, seq_id, header[2]);
+        read_sequences(io, seq_id, header[2], false);
     } catch (...) {  // no sequence left half-restored
         if (seq_id < 0) {
             clear(true);
@@ -538,8 +662,37 @@ void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llam
     }
 }
 
-void llama_tq_memory::read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count) {
+void llama_tq_memory::read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes) {
+    uint64_t size = 0;
+    io.read(&size, sizeof(size));
+    if ((c == nullptr) != (size == 0)) {
+        refuse("the state's caches do not match this context's layers");
+    }
+    if (c == nullptr) {
+        return;
+    }
+    // A size beyond what the cache can hold is refused before anything is allocated for it.
+    size_t per_token = 0, total = 0;
+    fa_tq_cache_bytes(c, &per_token, &total);
+    if (size > uint64_t(total) + k_state_headers) {
+        refuse("the state's cache of " + std::to_string(size) + " bytes is larger than this context's caches hold (" +
+               std::to_string(total) + ")");
+    }
+    bytes.resize(size_t(size));
+    io.read(bytes.data(), bytes.size());
+    if (fa_tq_cache_deserialize(c, bytes.data(), bytes.size()) != FA_TQ_OK) {
+        refuse(fa_tq_last_error());
+    }
+}
+
+void llama_tq_memory::read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial) {
     std::vector<uint8_t> bytes;
+    // In a pool, room for the longest sequence a state may hold, before reading into it.
+    auto make_room = [&](fa_tq_cache * c) {
+        if (pool > 0 && c != nullptr && fa_tq_cache_resize(c, int(n_ctx_seq)) != FA_TQ_OK) {
+            refuse(fa_tq_last_error());
+        }
+    };
     for (uint32_t i = 0; i < count; ++i) {
         int32_t ids[3] = {0, 0, 0};
         io.read(ids, sizeof(ids));
@@ -549,24 +702,55 @@ void llama_tq_memory::read_sequences(llama_io_read_i & io, llama_seq_id seq_id, 
             refuse("the state's sequence " + std::to_string(ids[0]) + " does not fit this context");
         }
         sequence & s = seqs[dst];
+        const int span = ids[2] - ids[1] + 1;
+        if (partial) {
+            // A checkpoint of the sliding-window layers: the rest of the sequence stays, and
+            // what every layer holds ends at the earlier of the two.
+            if (s.pos_max < 0 || s.pos_base != ids[1] || span > held(s)) {
+                refuse("the sliding-window state of sequence " + std::to_string(dst) + " (positions " +
+                       std::to_string(ids[1]) + ".." + std::to_string(ids[2]) + ") is not within what it holds");
+            }
+            const bool linear = !has_ring;
+            try {
+                if (linear) {
+                    make_room(s.swa.get());
+                }
+                read_cache(io, s.swa.get(), bytes);
+                if (fa_tq_cache_seq_len(s.swa.get()) != span) {
+                    refuse("the state's positions do not match its caches");
+                }
+            } catch (...) {
+                if (linear && pool > 0) {
+                    fa_tq_cache_resize(s.swa.get(), s.capacity);  // back to the sequence's room (it held no more)
+                }
+                throw;
+            }
+            for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
+                fa_tq_cache_truncate(c, span);  // the full-attention layers end where the checkpoint does
+            }
+            s.pos_max = ids[2];
+            if (linear && pool > 0) {
+                fa_tq_cache_resize(s.swa.get(), s.capacity);
+            }
+            continue;
+        }
+        for (fa_tq_cache * c : linear_caches(s)) {
+            make_room(c);
+        }
+        if (pool > 0) {
+            s.capacity = int(n_ctx_seq);
+        }
         for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-            uint64_t size = 0;
-            io.read(&size, sizeof(size));
-            if ((c == nullptr) != (size == 0)) {
-                refuse("the state's caches do not match this context's layers");
-            }
-            bytes.resize(size_t(size));
-            io.read(bytes.data(), bytes.size());
-            if (c != nullptr && fa_tq_cache_deserialize(c, bytes.data(), bytes.size()) != FA_TQ_OK) {
-                refuse(fa_tq_last_error());
-            }
+            read_cache(io, c, bytes);
         }
         s.pos_base = ids[1];
         s.pos_max = ids[2];
-        // (a linear cache may hold more: a removed tail stays until overwritten)
-        if (fa_tq_cache_seq_len(s.full ? s.full.get() : s.swa.get()) < s.pos_max - s.pos_base + 1) {
-            refuse("the state's positions do not match its caches");
+        for (const fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
+            if (c != nullptr && fa_tq_cache_seq_len(c) != span) {
+                refuse("the state's positions do not match its caches");
+            }
         }
+        fit_capacity(s, span);
     }
 }
 

@@ -1,7 +1,10 @@
 // TurboQuant as a llama.cpp memory: per sequence, one compressed cache for the
-// full-attention layers and one ring cache for the sliding-window layers
-// (Gemma 3), written and attended by the tq attention op (llama-tq-graph.cpp).
-// docs/llama.cpp.md says what each llama_memory_i operation does here.
+// full-attention layers and one for the sliding-window layers (Gemma 3: a ring of
+// the window and some slack, or with --swa-full a linear cache with the window),
+// written and attended by the tq attention op (llama-tq-graph.cpp).  With a
+// unified KV buffer (-kvu, llama-server's default) the sequences' linear caches
+// grow and shrink within one pool of n_ctx positions.  docs/llama.cpp.md says
+// what each llama_memory_i operation does here.
 #pragma once
 
 #include "llama-memory.h"
@@ -51,8 +54,8 @@ public:
     void state_read(llama_io_read_i & io, llama_seq_id seq_id = -1, llama_state_seq_flags flags = 0) override;
 
     // The ubatch the next graph computes: its runs of consecutive positions per
-    // sequence (checked by init_batch).
-    void apply_ubatch(const llama_ubatch & ubatch);
+    // sequence (checked by init_batch).  False (logged) if a cache cannot grow for it.
+    bool apply_ubatch(const llama_ubatch & ubatch);
     // Whether tokens in `ubatches`, in order, fit the caches; else the reason.
     bool fits(const std::vector<llama_ubatch> & ubatches, std::string & why) const;
 
@@ -74,9 +77,10 @@ private:
     using cache_ptr = std::unique_ptr<fa_tq_cache, free_cache>;
     struct sequence {
         cache_ptr full;  // the full-attention layers (linear)
-        cache_ptr swa;   // the sliding-window layers (ring), if any
+        cache_ptr swa;   // the sliding-window layers, if apart (a ring, or linear with --swa-full)
         llama_pos pos_base = -1;       // the position at cache index 0; -1: empty
         llama_pos pos_max = -1;
+        int capacity = 0;  // positions the linear caches have room for
     };
     struct run {  // consecutive positions of one sequence in the current ubatch
         llama_seq_id seq;
@@ -84,15 +88,25 @@ private:
         std::vector<int32_t> tokens;  // indices in the ubatch
     };
     void reset(sequence & s);
+    int held(const sequence & s) const { return s.pos_max < 0 ? 0 : s.pos_max - s.pos_base + 1; }
+    std::vector<fa_tq_cache *> linear_caches(sequence & s) const;
+    // Room in s's linear caches for `length` positions (more, within the pool, so that
+    // growing costs few copies); in a pool, also less when it holds far fewer.
+    bool fit_capacity(sequence & s, int length);
+    bool truncate(sequence & s, int length);  // keep the first `length` positions
     bool is_swa(int il) const { return layer_swa[il]; }
     void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
                     const ggml_tensor * v, ggml_tensor * dst);
     void fail(const std::string & why);
-    void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count);  // state_read's body
+    void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial);  // state_read's body
+    void read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes);
 
     int n_layer, n_head, n_head_kv, n_embd_head;
     uint32_t n_seq_max, n_ctx_seq, n_swa;
-    bool has_ring;  // sliding-window layers in ring caches (n_swa < n_ctx_seq)
+    uint32_t pool;   // with a unified buffer: positions all sequences hold together (n_ctx); else 0
+    bool swa_apart;  // sliding-window layers in caches of their own (n_swa < n_ctx_seq)
+    bool has_ring;   // ... and those are rings (not --swa-full)
+    int ring_cap = 0;  // a ring's positions: the window and the slack
     bool probe;     // no_alloc: caches of one position, for the byte figures only
     std::unique_ptr<fa_tq_state, free_state> state;
     std::vector<bool> layer_swa;   // per model layer: in the ring cache

@@ -251,7 +251,7 @@ int fa_tq_cache_copy(fa_tq_cache* dst, const fa_tq_cache* src);
  * library's layout), as an engine's session files are. */
 int fa_tq_cache_serialize(const fa_tq_cache* cache, void* out, size_t capacity, size_t* size);
 /* Make the cache hold what fa_tq_cache_serialize wrote from a cache of the same
- * shape and quantizers.  All or nothing: a truncated, altered or foreign buffer is
+ * shape and quantizers (a linear cache: of any max_seq_len, if the positions fit).  All or nothing: a truncated, altered or foreign buffer is
  * refused (TQ_ERROR_INVALID_ARGUMENT) and the cache stays as it was.  Altered means
  * a shape, quantizer or count that does not match, or values beyond the bounds the
  * state records (scales, means, sinks, smoothing scales, running sums); other
@@ -261,6 +261,31 @@ int fa_tq_cache_deserialize(fa_tq_cache* cache, const void* data, size_t size);
 /* Drop the oldest n positions of every layer (memmove of the packed streams);
  * position p becomes p - n.  Linear caches only; n <= every layer's length. */
 int fa_tq_cache_evict(fa_tq_cache* cache, int n);
+
+/* Attention at pos sees positions pos - window + 1 .. pos (a sliding window), of
+ * what the cache holds; 0 (the default): every position held.  A ring may keep
+ * more positions than its window (window <= max_seq_len): the slack lets
+ * fa_tq_cache_truncate remove recent positions exactly.  The window is the cache's
+ * own, like its executor: fa_tq_cache_copy and _deserialize leave it as it is. */
+int fa_tq_cache_set_window(fa_tq_cache* cache, int window);
+
+/* Forget every layer's positions from `length` on (lengths above it become
+ * length); the next write appends at length.  Linear caches: positions
+ * 0..length-1 stay.  Rings: the slots of the removed positions had overwritten
+ * older ones, which are gone too; fa_tq_cache_oldest says what is left, and
+ * attention sees no further back (removing at most max_seq_len - window
+ * positions keeps a full window).  Block records of removed positions go; the
+ * levers' running statistics keep what they learned, as for an overwrite. */
+int fa_tq_cache_truncate(fa_tq_cache* cache, int length);
+
+/* The oldest position every layer still holds (0 for a linear cache; a ring's
+ * last max_seq_len written, less what a truncate removed).  -1 on NULL. */
+int fa_tq_cache_oldest(const fa_tq_cache* cache);
+
+/* Linear caches: room for max_seq_len positions (at least every layer's length),
+ * the written ones kept, for an engine whose sequences grow and shrink in a
+ * shared pool.  Reallocates the streams (all or nothing): needs exclusive access. */
+int fa_tq_cache_resize(fa_tq_cache* cache, int max_seq_len);
 
 /* Bytes per token (all layers and KV heads, keys and values, codes and scales)
  * and the cache's total allocation (with the levers' block records, sinks and

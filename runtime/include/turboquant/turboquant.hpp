@@ -74,6 +74,11 @@ public:
     // The engine's pool instead (fa_tq_cache_set_parallel_for's contract); nullptr: none.
     void set_parallel_for(fa_tq_parallel_for fn, void* ctx);
     void evict(int n);
+    // fa_tq_cache_set_window, _truncate, _oldest, _resize.
+    void set_window(int window);
+    void truncate(int length);
+    int oldest() const;
+    void resize(int max_seq_len);
     // Hold what `other` holds (fa_tq_cache_copy: same shape and quantizers).
     void copy_from(const KVCache& other);
     // The contents as machine-local bytes and back (fa_tq_cache_serialize / _deserialize).
