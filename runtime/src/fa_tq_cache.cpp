@@ -361,7 +361,6 @@ int fa_tq_cache_truncate(fa_tq_cache* cache, int length) {
                 // A ring's slots of the removed positions held older ones: those are gone.
                 if (cache->ring) s.floor = std::min(length, cache->oldest(s));
                 s.length = length;
-                drop_blocks_from(cache, lay, s, length + cache->evicted);
             }
         return FA_TQ_OK;
     });

@@ -142,9 +142,10 @@ void check_sums(const std::vector<double>& sum, const std::vector<double>& sum_s
 long newest(const fa_tq_stream& s, long evicted) { return s.length - 1 + evicted; }
 
 // The block records cover blocks first_block .. first_block + blocks - 1, none past the
-// block of the newest position written (every block is opened by a write).
-void check_blocks(const fa_tq_layer& lay, const fa_tq_stream& s, long evicted) {
-    const long a = newest(s, evicted);
+// block of the newest position written, or of one that a truncate removed (every
+// block is opened by a write, and a truncate keeps the records): within one capacity.
+void check_blocks(const fa_tq_cache* c, const fa_tq_layer& lay, const fa_tq_stream& s, long evicted) {
+    const long a = newest(s, evicted) + c->max_seq_len;
     const long end = a >= lay.levers.sinks ? block_of(lay.levers, a) + 1 : 1;  // one past the last block there can be
     if (s.blocks > end || s.first_block > end - s.blocks)
         throw Reader::Bad{"a stream's block records lie past its newest position"};
@@ -205,7 +206,7 @@ void read_stream(Reader& r, std::uint32_t version, const fa_tq_cache* c, long ev
           s.scale_bound >= 0 && s.extra_bound >= 0 && s.smooth_bound >= 1))
         throw Reader::Bad{"a stream's bounds are not finite"};
     slots(r, c, lay, s);
-    check_blocks(lay, s, evicted);
+    check_blocks(c, lay, s, evicted);
     check_sums(s.sum, s.sum_sq, s.count);
     check_bounds(c, lay, s, evicted);
 }

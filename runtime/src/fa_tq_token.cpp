@@ -140,16 +140,6 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
     if (append) learn_vector(s, heads, d, vec);  // the running sums learn appended positions; overwrites keep them
 }
 
-void drop_blocks_from(const fa_tq_cache* cache, const fa_tq_layer& layer, fa_tq_stream& s, long first) {
-    if (!has_blocks(s)) return;
-    const std::size_t per_block = block_floats(cache, layer);
-    while (s.blocks > 0 && block_start(layer.levers, s.first_block + s.blocks - 1) >= first) {
-        --s.blocks;
-        for (auto* v : {&s.means, &s.smooth})
-            if (!v->empty()) v->resize(std::size_t(s.blocks) * per_block);
-    }
-}
-
 void drop_evicted_blocks(fa_tq_cache* cache) {
     for (fa_tq_layer& lay : cache->layers)
         for (bool is_key : {true, false})

@@ -45,7 +45,4 @@ void commit_token(fa_tq_cache* cache, int layer, int pos, bool is_key, const Enc
 namespace tq::detail {
 // After an eviction: drops the data of blocks no held position uses.
 void drop_evicted_blocks(fa_tq_cache* cache);
-// After a truncate: drops the data of the blocks that start at absolute position
-// `first` or later (a position written there again opens its block afresh).
-void drop_blocks_from(const fa_tq_cache* cache, const fa_tq_layer& layer, fa_tq_stream& s, long first);
 }  // namespace tq::detail

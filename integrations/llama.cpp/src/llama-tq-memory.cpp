@@ -115,10 +115,12 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     // bytes per position and the fixed part; nothing of the context's size is allocated.
     probe = hp.no_alloc;
     // A ring keeps the window and some slack: removing that many recent positions
-    // (a server's checkpoint, rejected draft tokens) is exact.  llama.cpp's SWA cache
-    // keeps window + ubatch cells, shared by the sequences of a unified buffer; these
-    // rings keep the same number of positions in all.
-    const uint32_t slack = pool > 0 ? std::max(32u, cparams.n_ubatch / n_seq_max) : cparams.n_ubatch;
+    // (the server's one-token tail after a checkpoint, rejected draft tokens: 16 by
+    // default) is exact.  llama.cpp's SWA cache keeps window + ubatch cells; in a
+    // unified buffer the sequences share the ubatch's, and these rings keep at most 64
+    // each, so that their bytes with the fixed parts stay below q4_0's (measured:
+    // docs/llama.cpp.md).
+    const uint32_t slack = pool > 0 ? std::max(16u, std::min(64u, cparams.n_ubatch / n_seq_max)) : cparams.n_ubatch;
     ring_cap = int(n_swa + slack);
     const int cap_ring = probe ? 1 : ring_cap;
     // Linear caches: the whole context per sequence, or in a pool room that grows on demand.

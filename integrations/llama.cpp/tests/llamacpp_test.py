@@ -12,6 +12,11 @@
       llama-server -np 2 with tq4/tq4: two concurrent completions equal the same prompts
       answered one at a time, and a prompt that extends a cached one (the prefix is
       reused: seq_rm of the tail) gives what a fresh server gives.
+  llamacpp_test.py defaults  --bin DIR --model GGUF
+      llama-server with its default slots (-np auto: 4, one unified KV buffer) and tq4/tq4,
+      as a new user runs it: the same chat three times, a multi-turn chat past a sliding
+      window, a long prompt beside a short one at once; every request answered, the
+      server alive; llama.cpp's KV bytes for tq4 at most q4_0's for the same -c.
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
       clear line and a non-zero exit.
@@ -30,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -120,13 +126,13 @@ def table(args):
 # --- llama-server ---------------------------------------------------------------------
 
 class Server:
-    def __init__(self, args, cache, extra=()):
+    def __init__(self, args, cache, extra=(), ctx=2048):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.log = tempfile.TemporaryFile(mode="w+")
         cmd = [Path(args.bin) / "llama-server", "-m", args.model, "--host", "127.0.0.1", "--port", self.port,
-               "-t", THREADS, "-c", "2048", "-ctk", cache, "-ctv", cache, *extra]
+               "-t", THREADS, "-c", ctx, "-ctk", cache, "-ctv", cache, *extra]
         self.proc = subprocess.Popen([str(c) for c in cmd], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -153,6 +159,20 @@ class Server:
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=300) as r:
             return json.loads(r.read())
+
+    def chat(self, messages, n=16):
+        """(HTTP status, the response's JSON) of /v1/chat/completions at temperature 0."""
+        body = {"messages": messages, "max_tokens": n, "temperature": 0}
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/chat/completions",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=600) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, {"error": e.read().decode(errors="replace")}
+
+    def alive(self):
+        return self.proc.poll() is None
 
     def close(self):
         self.proc.terminate()
@@ -238,6 +258,79 @@ def check_server(args):
     same_or_near_tie(want, reused, "prefix reuse against a fresh server")
 
 
+# --- llama-server's defaults ----------------------------------------------------------
+
+PARAGRAPH = ("The printing press spread across Europe within a few decades, and with it came cheaper books, "
+             "new ideas about science and religion, and a growing number of readers in every town. ")
+
+
+def kv_mib(log, prefix):
+    """The KV bytes llama.cpp logs at start-up (MiB), summed over its caches' lines."""
+    sizes = re.findall(prefix + r": size = +([0-9.]+) MiB", log)
+    if not sizes:
+        fail(f"no '{prefix}: size' line in the server's log")
+    return sum(float(x) for x in sizes)
+
+
+def check_defaults(args):
+    ctx = 4096
+    with Server(args, "q4_0", ["-lv", "4"], ctx=ctx) as q4:
+        q4_mib = kv_mib(q4.output(), "llama_kv_cache")
+    with Server(args, "tq4", ["-lv", "4"], ctx=ctx) as srv:
+        def answered(status, res, what):
+            if status != 200 or not srv.alive():
+                fail(f"{what}: HTTP {status}, server {'alive' if srv.alive() else 'dead'}: {str(res)[-1000:]}\n"
+                     f"{srv.output()[-3000:]}")
+            return res["choices"][0]["message"]["content"]
+        # The same chat three times: the second and third reuse the first's cache (for a
+        # sliding-window model, by removing a one-token tail of its ring).
+        chat = [{"role": "user", "content": "Name three rivers in Europe."}]
+        # The first's prompt ran as a batch, the others' last token alone (float rounding
+        # apart); the second and third took the same path, and their codes are the same
+        # (a truncated position written again keeps its block's levers).
+        replies = [answered(*srv.chat(chat), f"the same chat, request {i + 1}") for i in range(3)]
+        if replies[1] != replies[2]:
+            fail(f"the same chat at temperature 0, asked again, gave different replies: {replies}")
+        print(f"the same chat three times: answered, the second and third alike{'' if len(set(replies)) > 1 else ' (all three)'}")
+        # A multi-turn chat until its prompt is past Gemma 3's window (512).
+        turns = [{"role": "user", "content": PARAGRAPH + "What spread with the printing press?"}]
+        prompt_tokens, turn = 0, 0
+        while prompt_tokens <= 600:
+            status, res = srv.chat(turns)
+            turn += 1
+            turns += [{"role": "assistant", "content": answered(status, res, f"turn {turn}")},
+                      {"role": "user", "content": PARAGRAPH * 2 + "Tell me more."}]
+            prompt_tokens = res["usage"]["prompt_tokens"]
+        print(f"a multi-turn chat of {turn} turns, {prompt_tokens} prompt tokens at the last: answered")
+        # A long prompt (more than a quarter of -c: one slot's share, were it split) and a
+        # short one at once.
+        long_chat = [{"role": "user", "content": PARAGRAPH * 40 + "Summarize."}]
+        results = [None, None]
+
+        def ask(i):
+            results[i] = srv.chat(long_chat if i == 0 else chat, 8)
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        answered(*results[0], "the long prompt")
+        answered(*results[1], "the short prompt beside it")
+        n_long = results[0][1]["usage"]["prompt_tokens"]
+        if n_long <= ctx // 4:
+            fail(f"the long prompt has only {n_long} tokens")
+        print(f"a {n_long}-token prompt and a short one at once: both answered")
+        tq_mib = kv_mib(srv.output(), "llama_tq_memory")
+    # With sliding-window layers (the rings keep fewer positions than llama.cpp's SWA
+    # cells), at most q4_0's; else within 2%: each sequence's caches have fixed parts
+    # (the levers' first blocks, sinks and running sums: 0.45 MiB per sequence of
+    # 30 layers of SmolLM2) that outweigh tq4's smaller codes at -c 4096 with 4 slots.
+    limit = q4_mib * (1.0 if "sliding-window" in srv.output() else 1.02)
+    if tq_mib > limit:
+        fail(f"KV bytes: tq4 {tq_mib} MiB, above {limit:.2f} (q4_0's {q4_mib} MiB) at -c {ctx}")
+    print(f"KV bytes at -c {ctx}, default slots: tq4 {tq_mib:.2f} MiB, q4_0 {q4_mib:.2f} MiB")
+
+
 # --- refusals -------------------------------------------------------------------------
 
 def check_refusals(args):
@@ -268,7 +361,7 @@ def check_refusals(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kl", "generate", "server", "refusals", "table"])
+    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "refusals", "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
@@ -277,8 +370,8 @@ def main():
     p.add_argument("--configs", default="q8_0/q8_0,tq8/tq8,q4_0/q4_0,tq4/tq4")
     p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
     args = p.parse_args()
-    {"kl": check_kl, "generate": check_generate, "server": check_server, "refusals": check_refusals,
-     "table": table}[args.what](args)
+    {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
+     "refusals": check_refusals, "table": table}[args.what](args)
     print("PASS")
 
 

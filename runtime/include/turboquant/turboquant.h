@@ -274,8 +274,10 @@ int fa_tq_cache_set_window(fa_tq_cache* cache, int window);
  * 0..length-1 stay.  Rings: the slots of the removed positions had overwritten
  * older ones, which are gone too; fa_tq_cache_oldest says what is left, and
  * attention sees no further back (removing at most max_seq_len - window
- * positions keeps a full window).  Block records of removed positions go; the
- * levers' running statistics keep what they learned, as for an overwrite. */
+ * positions keeps a full window).  As for an overwrite, the levers keep what
+ * they learned: a position written again is encoded with its block's stored mean
+ * and scales (the same tokens again give the same codes), and the running
+ * statistics keep the removed vectors. */
 int fa_tq_cache_truncate(fa_tq_cache* cache, int length);
 
 /* The oldest position every layer still holds (0 for a linear cache; a ring's
