@@ -160,9 +160,9 @@ class Server:
         with urllib.request.urlopen(req, timeout=300) as r:
             return json.loads(r.read())
 
-    def chat(self, messages, n=16):
+    def chat(self, messages, n=16, slot=-1):
         """(HTTP status, the response's JSON) of /v1/chat/completions at temperature 0."""
-        body = {"messages": messages, "max_tokens": n, "temperature": 0}
+        body = {"messages": messages, "max_tokens": n, "temperature": 0, "id_slot": slot}
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/chat/completions",
                                      data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
         try:
@@ -170,6 +170,18 @@ class Server:
                 return r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
             return e.code, {"error": e.read().decode(errors="replace")}
+
+    def post(self, path, body):
+        """(HTTP status, JSON) of a POST."""
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=300) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, {"error": e.read().decode(errors="replace")}
+        except (urllib.error.URLError, ConnectionError) as e:  # the server died
+            return 0, {"error": str(e)}
 
     def alive(self):
         return self.proc.poll() is None
@@ -276,7 +288,8 @@ def check_defaults(args):
     ctx = 4096
     with Server(args, "q4_0", ["-lv", "4"], ctx=ctx) as q4:
         q4_mib = kv_mib(q4.output(), "llama_kv_cache")
-    with Server(args, "tq4", ["-lv", "4"], ctx=ctx) as srv:
+    slots = tempfile.TemporaryDirectory()
+    with Server(args, "tq4", ["-lv", "4", "--slot-save-path", slots.name], ctx=ctx) as srv:
         def answered(status, res, what):
             if status != 200 or not srv.alive():
                 fail(f"{what}: HTTP {status}, server {'alive' if srv.alive() else 'dead'}: {str(res)[-1000:]}\n"
@@ -320,6 +333,7 @@ def check_defaults(args):
         if n_long <= ctx // 4:
             fail(f"the long prompt has only {n_long} tokens")
         print(f"a {n_long}-token prompt and a short one at once: both answered")
+        check_slot_files(srv, Path(slots.name), answered)
         tq_mib = kv_mib(srv.output(), "llama_tq_memory")
     # With sliding-window layers (the rings keep fewer positions than llama.cpp's SWA
     # cells), at most q4_0's; else within 2%: each sequence's caches have fixed parts
@@ -329,6 +343,39 @@ def check_defaults(args):
     if tq_mib > limit:
         fail(f"KV bytes: tq4 {tq_mib} MiB, above {limit:.2f} (q4_0's {q4_mib} MiB) at -c {ctx}")
     print(f"KV bytes at -c {ctx}, default slots: tq4 {tq_mib:.2f} MiB, q4_0 {q4_mib:.2f} MiB")
+
+
+def check_slot_files(srv, folder, answered):
+    """A slot saved and restored into another; then truncated, altered and oversized slot
+    files: each refused (an error response) or restored, the server alive, the slot usable."""
+    chat = [{"role": "user", "content": "Describe a river in one sentence."}]
+    answered(*srv.chat(chat, slot=0), "a chat before saving its slot")
+    status, res = srv.post("/slots/0?action=save", {"filename": "good.bin"})
+    if status != 200:
+        fail(f"saving slot 0: HTTP {status}: {res}")
+    status, res = srv.post("/slots/1?action=restore", {"filename": "good.bin"})
+    if status != 200 or res.get("n_restored", 0) <= 0:
+        fail(f"restoring slot 0's file into slot 1: HTTP {status}: {res}")
+    good = (folder / "good.bin").read_bytes()
+    # llama.cpp's sequence file: magic, version, token count, the tokens; then the tq
+    # state: its header (4 words), the sequence's id and positions (3), each cache's size.
+    n_tokens = int.from_bytes(good[8:12], "little")
+    size_at = 12 + 4 * n_tokens + 16 + 12
+    bad = {
+        "truncated.bin": good[:len(good) // 2],
+        "cut-tail.bin": good[:-7],
+        "oversized.bin": good[:size_at] + (1 << 40).to_bytes(8, "little") + good[size_at + 8:],
+        "altered-header.bin": good[:size_at - 12] + b"\xff" * 12 + good[size_at:],
+        "altered-codes.bin": good[:len(good) - 64] + bytes(b ^ 0x5A for b in good[-64:]),
+    }
+    for name, data in bad.items():
+        (folder / name).write_bytes(data)
+        status, res = srv.post("/slots/1?action=restore", {"filename": name})
+        time.sleep(0.2)
+        if not srv.alive():
+            fail(f"restoring {name}: the server died:\n{srv.output()[-3000:]}")
+        answered(*srv.chat(chat, slot=1), f"a chat on slot 1 after restoring {name} (HTTP {status})")
+        print(f"slot file {name}: HTTP {status}, the server alive and the slot answering")
 
 
 # --- refusals -------------------------------------------------------------------------
