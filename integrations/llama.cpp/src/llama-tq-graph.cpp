@@ -85,6 +85,7 @@ ggml_tensor * llama_tq_build_attn(const llm_graph_context & g, llm_graph_input_i
     ggml_tensor * args[3] = {f32_contiguous(ctx0, q_cur), f32_contiguous(ctx0, k_cur), f32_contiguous(ctx0, v_cur)};
     llama_tq_layer_op * op = tq->mem->layer_op(il);
     op->kq_scale = kq_scale;
+    op->causal = g.cparams.causal_attn;
     const int64_t n_tokens = q_cur->ne[2];
     ggml_tensor * cur = ggml_custom_4d(ctx0, GGML_TYPE_F32, q_cur->ne[0] * q_cur->ne[1], n_tokens, 1, 1, args, 3,
                                        attention_op, GGML_N_TASKS_MAX, op);

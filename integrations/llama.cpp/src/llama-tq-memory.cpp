@@ -61,8 +61,8 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     if (params.ctx_type != LLAMA_CONTEXT_TYPE_DEFAULT || params.mem_other != nullptr) {
         refuse("a context that shares another context's memory is not supported");
     }
-    if (!cparams.causal_attn || hp.use_alibi || hp.attn_soft_cap || hp.n_pos_per_embd() > 1) {
-        refuse("only causal attention without ALiBi, logit soft-capping or multi-axis positions is supported");
+    if (hp.use_alibi || hp.attn_soft_cap || hp.n_pos_per_embd() > 1) {
+        refuse("only attention without ALiBi, logit soft-capping or multi-axis positions is supported");
     }
     if (hp.swa_type != LLAMA_SWA_TYPE_NONE && hp.swa_type != LLAMA_SWA_TYPE_STANDARD) {
         refuse("only the standard sliding window is supported");
@@ -109,7 +109,7 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
         const bool swa = swa_apart && hp.is_swa(il);
         layer_swa.push_back(swa);
         layer_index.push_back(swa ? n_ring++ : n_full++);
-        ops.push_back({this, il, 0.0f});
+        ops.push_back({this, il, 0.0f, true});
     }
     // With no_alloc (llama.cpp's memory fitting), caches of one position report the
     // bytes per position and the fixed part; nothing of the context's size is allocated.
@@ -175,11 +175,8 @@ bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::stri
     }
     for (const auto & ub : ubatches) {
         for (uint32_t i = 0; i < ub.n_tokens; ++i) {
-            if (ub.n_seq_id[i] != 1) {
-                why = "a token shared by several sequences is not supported";
-                return false;
-            }
-            const llama_seq_id s = ub.seq_id[i][0];
+          for (int32_t k = 0; k < ub.n_seq_id[i]; ++k) {  // a token of several sequences goes into each
+            const llama_seq_id s = ub.seq_id[i][k];
             if (s < 0 || uint32_t(s) >= n_seq_max) {
                 why = "sequence id " + std::to_string(s) + " is beyond the context's " + std::to_string(n_seq_max);
                 return false;
@@ -193,6 +190,7 @@ bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::stri
                 return false;
             }
             top[s] = std::max(top[s], ub.pos[i]);
+          }
         }
     }
     int64_t total = 0;  // what the sequences would hold together
@@ -250,16 +248,20 @@ bool llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
         error.clear();  // a compute aborted before its status was taken
     }
     for (uint32_t i = 0; i < ub.n_tokens; ++i) {
-        const llama_seq_id s = ub.seq_id[i][0];
+      for (int32_t k = 0; k < ub.n_seq_id[i]; ++k) {
+        // The token's keys and values go into each of its sequences; its output is its
+        // first sequence's (llama.cpp's mask reads seq_id[i][0]).
+        const llama_seq_id s = ub.seq_id[i][k];
         const llama_pos p = ub.pos[i];
         auto it = std::find_if(runs.begin(), runs.end(), [&](const run & r) {
             return r.seq == s && r.pos + llama_pos(r.tokens.size()) == p;
         });
         if (it == runs.end()) {
-            runs.push_back({s, p, {}});
+            runs.push_back({s, p, {}, {}});
             it = runs.end() - 1;
         }
         it->tokens.push_back(int32_t(i));
+        it->owns.push_back(k == 0);
         sequence & seq = seqs[s];
         if (seq.pos_base < 0) {
             seq.pos_base = p;
@@ -273,6 +275,7 @@ bool llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
             return false;
         }
         seq.pos_max = std::max(seq.pos_max, p);
+      }
     }
     return true;
 }
@@ -301,12 +304,12 @@ void llama_tq_memory::attend_run(const llama_tq_layer_op & op, const run & r, co
                                  const ggml_tensor * k, const ggml_tensor * v, ggml_tensor * dst) {
     const size_t q_row = size_t(n_head) * n_embd_head, kv_row = size_t(n_head_kv) * n_embd_head;
     const int n = int(r.tokens.size()), t0 = r.tokens.front();
-    const bool contiguous = r.tokens.back() - t0 == n - 1;
+    const bool direct = r.tokens.back() - t0 == n - 1 && std::all_of(r.owns.begin(), r.owns.end(), [](bool o) { return o; });
     const float * qp = static_cast<const float *>(q->data) + size_t(t0) * q_row;
     const float * kp = static_cast<const float *>(k->data) + size_t(t0) * kv_row;
     const float * vp = static_cast<const float *>(v->data) + size_t(t0) * kv_row;
     float * out = static_cast<float *>(dst->data) + size_t(t0) * q_row;
-    if (!contiguous) {  // several sequences interleaved in the ubatch: gather this one's tokens
+    if (!direct) {  // interleaved with other sequences, or shared with them: this run's rows gathered
         gather.resize(size_t(n) * (2 * q_row + 2 * kv_row));
         float * gq = gather.data();
         float * gk = gq + size_t(n) * q_row;
@@ -322,23 +325,50 @@ void llama_tq_memory::attend_run(const llama_tq_layer_op & op, const run & r, co
         vp = gv;
         out = gv + size_t(n) * kv_row;
     }
-    sequence & s = seqs[r.seq];
-    fa_tq_cache * cache = layer_swa[op.il] ? s.swa.get() : s.full.get();
-    const int layer = layer_index[op.il], index = r.pos - s.pos_base;
-    const int rc = n == 1 ? fa_tq_attention(state.get(), cache, layer, index, qp, n_head, kp, vp, op.kq_scale, out)
-                          : fa_tq_attention_batch(state.get(), cache, layer, index, n, qp, n_head, kp, vp, op.kq_scale,
-                                                  out);
-    if (rc != FA_TQ_OK) {
+    const std::string why = attend_rows(op, r, qp, kp, vp, out);
+    if (!why.empty()) {
         fail("layer " + std::to_string(op.il) + ", sequence " + std::to_string(r.seq) + ", position " +
-             std::to_string(r.pos) + ": " + fa_tq_last_error());
+             std::to_string(r.pos) + ": " + why);
         std::fill(out, out + size_t(n) * q_row, std::numeric_limits<float>::quiet_NaN());
     }
-    if (!contiguous) {
+    if (!direct) {  // the rows this sequence owns
         for (int j = 0; j < n; ++j) {
-            std::memcpy(static_cast<float *>(dst->data) + size_t(r.tokens[j]) * q_row, out + j * q_row,
-                        q_row * sizeof(float));
+            if (r.owns[j]) {
+                std::memcpy(static_cast<float *>(dst->data) + size_t(r.tokens[j]) * q_row, out + j * q_row,
+                            q_row * sizeof(float));
+            }
         }
     }
+}
+
+std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run & r, const float * qp,
+                                         const float * kp, const float * vp, float * out) {
+    const size_t q_row = size_t(n_head) * n_embd_head, kv_row = size_t(n_head_kv) * n_embd_head;
+    sequence & s = seqs[r.seq];
+    fa_tq_cache * cache = layer_swa[op.il] ? s.swa.get() : s.full.get();
+    const int layer = layer_index[op.il], index = r.pos - s.pos_base, n = int(r.tokens.size());
+    auto status = [](int rc) { return rc == FA_TQ_OK ? std::string() : std::string(fa_tq_last_error()); };
+    if (op.causal) {
+        return status(n == 1 ? fa_tq_attention(state.get(), cache, layer, index, qp, n_head, kp, vp, op.kq_scale, out)
+                             : fa_tq_attention_batch(state.get(), cache, layer, index, n, qp, n_head, kp, vp,
+                                                     op.kq_scale, out));
+    }
+    // Causal attention switched off for this ubatch (mtmd's image chunks): every token
+    // sees the whole run, as llama.cpp's mask lets it.  The run is written (its causal
+    // outputs dropped), then each query attends at the run's last position, writing
+    // that position's key and value again (the same codes).  A window that would
+    // start past the sequence's first position differs per token there: refused.
+    const int last = index + n - 1;
+    if (layer_swa[op.il] && last >= int(n_swa)) {
+        return "non-causal attention past the sliding window (" + std::to_string(n_swa) +
+               " positions) is not supported";
+    }
+    int rc = fa_tq_attention_batch(state.get(), cache, layer, index, n, qp, n_head, kp, vp, op.kq_scale, out);
+    for (int j = 0; rc == FA_TQ_OK && j < n; ++j) {
+        rc = fa_tq_attention(state.get(), cache, layer, last, qp + j * q_row, n_head, kp + size_t(n - 1) * kv_row,
+                             vp + size_t(n - 1) * kv_row, op.kq_scale, out + j * q_row);
+    }
+    return status(rc);
 }
 
 void llama_tq_memory::fail(const std::string & why) {

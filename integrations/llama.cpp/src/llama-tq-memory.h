@@ -29,6 +29,7 @@ struct llama_tq_layer_op {
     llama_tq_memory * mem;
     int il;
     float kq_scale;  // set when the graph is built
+    bool causal;     // llama.cpp's causal_attn when the graph was built (a flip rebuilds it)
 };
 
 class llama_tq_memory : public llama_memory_i {
@@ -86,6 +87,7 @@ private:
         llama_seq_id seq;
         llama_pos pos;
         std::vector<int32_t> tokens;  // indices in the ubatch
+        std::vector<bool> owns;       // per token: its output is this sequence's (its first seq id)
     };
     void reset(sequence & s);
     int held(const sequence & s) const { return s.pos_max < 0 ? 0 : s.pos_max - s.pos_base + 1; }
@@ -97,6 +99,10 @@ private:
     bool is_swa(int il) const { return layer_swa[il]; }
     void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
                     const ggml_tensor * v, ggml_tensor * dst);
+    // The library's calls for one run, on rows of n tokens (qp, kp, vp, out); the
+    // reason if refused, else empty.
+    std::string attend_rows(const llama_tq_layer_op & op, const run & r, const float * qp, const float * kp, const float * vp,
+                    float * out);
     void fail(const std::string & why);
     void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial);  // state_read's body
     void read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes);

@@ -17,6 +17,11 @@
       as a new user runs it: the same chat three times, a multi-turn chat past a sliding
       window, a long prompt beside a short one at once; every request answered, the
       server alive; llama.cpp's KV bytes for tq4 at most q4_0's for the same -c.
+  llamacpp_test.py programs  --bin DIR --model GGUF
+      llama.cpp's own programs with tq4/tq4: test-save-load-state (every sub-test passes)
+      and test-state-restore-fragmented; llama-batched with one prompt shared by 4
+      sequences (-kvu) answers alike in each; llama-embedding of 3 prompts, causal and
+      not, on average as close to the f16 cache's embeddings as q4_0's are (cosine).
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
       clear line and a non-zero exit.
@@ -378,6 +383,55 @@ def check_slot_files(srv, folder, answered):
         print(f"slot file {name}: HTTP {status}, the server alive and the slot answering")
 
 
+# --- llama.cpp's programs --------------------------------------------------------------
+
+EMBED_PROMPTS = "The cat sat on the mat.\nRivers flow into the sea.\nPrinting changed Europe."
+
+
+def program(args, name, *extra, cache="tq4", check=True):
+    cmd = [Path(args.bin) / name, "-m", args.model, "-t", THREADS, "-fa", "on", "-ctk", cache, "-ctv", cache, *extra]
+    r = run(cmd, timeout=600)
+    if check and r.returncode != 0:
+        fail(f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+    return r.stdout + ("" if check else r.stderr)
+
+
+def cosine(x, y):
+    return sum(a * b for a, b in zip(x, y)) / math.sqrt(sum(a * a for a in x) * sum(b * b for b in y))
+
+
+def check_programs(args):
+    # Its sub-tests 2 to 8 pass (1 is their baseline); the 9th makes a context with flash attention off, which
+    # quantized V caches need (llama.cpp refuses q4_0 there too): refused with one line.
+    out = program(args, "test-save-load-state", check=False)
+    passed = len(re.findall(r"^PASS", out, re.M))
+    refused = "tq KV cache: needs flash attention" in out and "test_state_restore_failure: failed to create" in out
+    if passed != 7 or not refused or "FAIL" in out:
+        fail(f"test-save-load-state: {passed} of sub-tests 2 to 8 passed, the 9th {'' if refused else 'not '}refused:\n"
+             f"{out[-3000:]}")
+    print("test-save-load-state: sub-tests 2 to 8 passed, the 9th (flash attention off) refused as for q4_0")
+    program(args, "test-state-restore-fragmented")
+    print("test-state-restore-fragmented: passed")
+    out = program(args, "llama-batched", "-p", "The capital of France is", "-np", "4", "-n", "16", "--temp", "0", "-kvu")
+    texts = re.findall(r"sequence \d+:\n\n(.*?)\n\n", out, re.S)
+    if len(texts) != 4 or len(set(texts)) != 1:
+        fail(f"llama-batched: 4 sequences of one shared prompt at temperature 0 differ: {texts}")
+    print(f"llama-batched, one prompt shared by 4 sequences: alike ({texts[0]!r})")
+    for attention in ("causal", "non-causal"):
+        def embed(cache):
+            res = program(args, "llama-embedding", "-p", EMBED_PROMPTS, "--pooling", "mean", "--attention", attention,
+                          "--embd-output-format", "json", cache=cache)
+            return [d["embedding"] for d in json.loads(res)["data"]]
+        ref, q4, tq = embed("f16"), embed("q4_0"), embed("tq4")
+        c_q4, c_tq = [cosine(r, a) for r, a in zip(ref, q4)], [cosine(r, b) for r, b in zip(ref, tq)]
+        # The mean over the prompts: one prompt alone is a sample of one (either cache
+        # comes out ahead on some, non-causal most of all).
+        if sum(c_tq) < sum(c_q4):
+            fail(f"llama-embedding ({attention}): tq4's cosines to f16 {c_tq} below q4_0's {c_q4} on average")
+        print(f"llama-embedding ({attention}), cosine to f16: tq4 {[round(c, 4) for c in c_tq]}, "
+              f"q4_0 {[round(c, 4) for c in c_q4]}")
+
+
 # --- refusals -------------------------------------------------------------------------
 
 def check_refusals(args):
@@ -408,7 +462,7 @@ def check_refusals(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "refusals", "table"])
+    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "refusals", "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
@@ -418,7 +472,7 @@ def main():
     p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
-     "refusals": check_refusals, "table": table}[args.what](args)
+     "programs": check_programs, "refusals": check_refusals, "table": table}[args.what](args)
     print("PASS")
 
 
