@@ -18,16 +18,10 @@
 
 namespace {
 
-[[noreturn]] void refuse(const std::string & why) {
-    throw std::runtime_error("tq KV cache: " + why);
-}
-
 // The rotation's seed: fixed, so that a cache type means one quantizer everywhere.
 constexpr uint64_t k_seed = 0;
 // Decode steps over fewer positions than this run their attention on thread 0 alone.
 constexpr llama_pos k_serial_positions = 1024;
-// A pool's linear caches take room in multiples of this many positions.
-constexpr uint32_t k_page = 256;
 
 // LLAMA_TQ_ARITHMETIC (environment): "float" (or unset) keeps the library's float scores
 // and value sums; "int8" asks for its integer paths (docs/kernels.md) for K and for V
@@ -42,13 +36,18 @@ bool integer_arithmetic() {
     if (std::strcmp(v, "int8") == 0) {
         return true;
     }
-    refuse(std::string("LLAMA_TQ_ARITHMETIC is '") + v + "', not float or int8");
+    llama_tq_memory::refuse(std::string("LLAMA_TQ_ARITHMETIC is '") + v + "', not float or int8");
 }
 
 }  // namespace
 
+void llama_tq_memory::refuse(const std::string & why) {
+    throw std::runtime_error("tq KV cache: " + why);
+}
+
 llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_params & params,
-                                 const llama_cparams & cparams) {
+                                 const llama_cparams & cparams)
+    : model(model), cparams(cparams) {
     const llama_hparams & hp = model.hparams;
     if (!llama_tq_is_type(params.type_k) || !llama_tq_is_type(params.type_v)) {
         refuse(std::string("K and V must both be tq types (K ") + llama_tq_type_name(params.type_k) + ", V " +
@@ -167,35 +166,35 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
 // --- batches -----------------------------------------------------------------
 
 bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::string & why) const {
-    std::vector<llama_pos> base(n_seq_max);
-    std::vector<llama_pos> top(n_seq_max);
+    std::vector<int64_t> count(n_seq_max);  // cache entries per sequence once the ubatches are in
+    std::vector<llama_pos> last(n_seq_max);
     for (uint32_t s = 0; s < n_seq_max; ++s) {
-        base[s] = seqs[s].pos_base;
-        top[s] = seqs[s].pos_max;
+        count[s] = held(seqs[s]);  // (a pending hole is compacted first)
+        last[s] = count[s] > 0 ? seqs[s].positions.back() : -1;
     }
     for (const auto & ub : ubatches) {
         for (uint32_t i = 0; i < ub.n_tokens; ++i) {
-          for (int32_t k = 0; k < ub.n_seq_id[i]; ++k) {  // a token of several sequences goes into each
-            const llama_seq_id s = ub.seq_id[i][k];
-            if (s < 0 || uint32_t(s) >= n_seq_max) {
-                why = "sequence id " + std::to_string(s) + " is beyond the context's " + std::to_string(n_seq_max);
-                return false;
+            for (int32_t k = 0; k < ub.n_seq_id[i]; ++k) {  // a token of several sequences goes into each
+                const llama_seq_id s = ub.seq_id[i][k];
+                if (s < 0 || uint32_t(s) >= n_seq_max) {
+                    why = "sequence id " + std::to_string(s) + " is beyond the context's " + std::to_string(n_seq_max);
+                    return false;
+                }
+                if (count[s] == 0 || ub.pos[i] > last[s]) {
+                    ++count[s];
+                    last[s] = ub.pos[i];
+                }
+                if (count[s] > int64_t(n_ctx_seq)) {
+                    why = "sequence " + std::to_string(s) + " would hold more than the context's " +
+                          std::to_string(n_ctx_seq) + " positions per sequence";
+                    return false;
+                }
             }
-            if (base[s] < 0) {
-                base[s] = ub.pos[i];
-            }
-            if (ub.pos[i] < base[s] || ub.pos[i] - base[s] >= llama_pos(n_ctx_seq)) {
-                why = "position " + std::to_string(ub.pos[i]) + " of sequence " + std::to_string(s) +
-                      " is beyond the context of " + std::to_string(n_ctx_seq) + " positions per sequence";
-                return false;
-            }
-            top[s] = std::max(top[s], ub.pos[i]);
-          }
         }
     }
     int64_t total = 0;  // what the sequences would hold together
     for (uint32_t s = 0; s < n_seq_max; ++s) {
-        total += top[s] < 0 ? 0 : top[s] - base[s] + 1;
+        total += count[s];
     }
     if (pool > 0 && total > int64_t(pool)) {
         why = "the sequences would hold " + std::to_string(total) + " positions, beyond the unified context of " +
@@ -248,34 +247,37 @@ bool llama_tq_memory::apply_ubatch(const llama_ubatch & ub) {
         error.clear();  // a compute aborted before its status was taken
     }
     for (uint32_t i = 0; i < ub.n_tokens; ++i) {
-      for (int32_t k = 0; k < ub.n_seq_id[i]; ++k) {
-        // The token's keys and values go into each of its sequences; its output is its
-        // first sequence's (llama.cpp's mask reads seq_id[i][0]).
-        const llama_seq_id s = ub.seq_id[i][k];
-        const llama_pos p = ub.pos[i];
-        auto it = std::find_if(runs.begin(), runs.end(), [&](const run & r) {
-            return r.seq == s && r.pos + llama_pos(r.tokens.size()) == p;
-        });
-        if (it == runs.end()) {
-            runs.push_back({s, p, {}, {}});
-            it = runs.end() - 1;
-        }
-        it->tokens.push_back(int32_t(i));
-        it->owns.push_back(k == 0);
-        sequence & seq = seqs[s];
-        if (seq.pos_base < 0) {
-            seq.pos_base = p;
-        }
-        if (!fit_capacity(seq, p - seq.pos_base + 1)) {
-            LLAMA_LOG_ERROR("%s: tq KV cache: sequence %d cannot grow to position %d: %s\n", __func__, s, p,
-                            fa_tq_last_error());
-            if (seq.pos_max < 0) {
-                seq.pos_base = -1;
+        for (int32_t k = 0; k < ub.n_seq_id[i]; ++k) {
+            // The token's keys and values go into each of its sequences; its output is its
+            // first sequence's (llama.cpp's mask reads seq_id[i][0]).
+            const llama_seq_id s = ub.seq_id[i][k];
+            const llama_pos p = ub.pos[i];
+            sequence & seq = seqs[s];
+            if (!settle(seq)) {
+                LLAMA_LOG_ERROR("%s: tq KV cache: sequence %d: %s\n", __func__, s, fa_tq_last_error());
+                return false;
             }
-            return false;
+            // llama.cpp's batches continue a sequence at its last position + 1: appended.
+            const int index = seq.positions.empty() || p > seq.positions.back() ? held(seq) : index_of(seq, p);
+            if (index == held(seq)) {
+                seq.positions.push_back(p);
+            }
+            auto it = std::find_if(runs.begin(), runs.end(), [&](const run & r) {
+                return r.seq == s && r.pos + llama_pos(r.tokens.size()) == p;
+            });
+            if (it == runs.end()) {
+                runs.push_back({s, p, index, {}, {}});
+                it = runs.end() - 1;
+            }
+            it->tokens.push_back(int32_t(i));
+            it->owns.push_back(k == 0);
+            if (!fit_capacity(seq, index + 1)) {
+                LLAMA_LOG_ERROR("%s: tq KV cache: sequence %d cannot grow to position %d: %s\n", __func__, s, p,
+                                fa_tq_last_error());
+                seq.positions.resize(size_t(std::min(index, held(seq))));
+                return false;
+            }
         }
-        seq.pos_max = std::max(seq.pos_max, p);
-      }
     }
     return true;
 }
@@ -291,7 +293,7 @@ void llama_tq_memory::attend(const llama_tq_layer_op & op, ggml_tensor * dst, in
     // Decode over a short history: the library's tasks (one per KV head) take less than
     // handing them to another core does (measured: docs/llama.cpp.md).
     const bool serial = std::all_of(runs.begin(), runs.end(), [&](const run & r) {
-        return r.tokens.size() == 1 && r.pos - seqs[r.seq].pos_base < k_serial_positions;
+        return r.tokens.size() == 1 && r.index < k_serial_positions;
     });
     team.lead(op.il, serial, [&] {
         for (const run & r : runs) {
@@ -345,8 +347,9 @@ std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run
                                          const float * kp, const float * vp, float * out) {
     const size_t q_row = size_t(n_head) * n_embd_head, kv_row = size_t(n_head_kv) * n_embd_head;
     sequence & s = seqs[r.seq];
+    const bool ring = has_ring && layer_swa[op.il];
     fa_tq_cache * cache = layer_swa[op.il] ? s.swa.get() : s.full.get();
-    const int layer = layer_index[op.il], index = r.pos - s.pos_base, n = int(r.tokens.size());
+    const int layer = layer_index[op.il], index = r.index - (ring ? s.ring_offset : 0), n = int(r.tokens.size());
     auto status = [](int rc) { return rc == FA_TQ_OK ? std::string() : std::string(fa_tq_last_error()); };
     if (op.causal) {
         return status(n == 1 ? fa_tq_attention(state.get(), cache, layer, index, qp, n_head, kp, vp, op.kq_scale, out)
@@ -359,7 +362,7 @@ std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run
     // that position's key and value again (the same codes).  A window that would
     // start past the sequence's first position differs per token there: refused.
     const int last = index + n - 1;
-    if (layer_swa[op.il] && last >= int(n_swa)) {
+    if (layer_swa[op.il] && r.index + n - 1 >= int(n_swa)) {
         return "non-causal attention past the sliding window (" + std::to_string(n_swa) +
                " positions) is not supported";
     }
@@ -386,404 +389,6 @@ bool llama_tq_memory::take_status() {
     LLAMA_LOG_ERROR("%s: tq KV cache: %s\n", __func__, error.c_str());
     error.clear();
     return false;
-}
-
-// --- sequences -----------------------------------------------------------------
-
-std::vector<fa_tq_cache *> llama_tq_memory::linear_caches(sequence & s) const {
-    std::vector<fa_tq_cache *> out;
-    if (s.full) {
-        out.push_back(s.full.get());
-    }
-    if (s.swa && !has_ring) {
-        out.push_back(s.swa.get());
-    }
-    return out;
-}
-
-bool llama_tq_memory::fit_capacity(sequence & s, int length) {
-    if (pool == 0 || probe) {
-        return true;  // each sequence has its whole context
-    }
-    auto pages = [](int64_t n) { return int((n + k_page - 1) / k_page * k_page); };
-    int want = s.capacity;
-    if (length > s.capacity) {
-        // Half again as much (few copies as a sequence grows), within what the other
-        // sequences leave of the pool: the pool's positions are never all given twice.
-        int64_t others = 0;
-        for (const auto & o : seqs) {
-            others += &o == &s ? 0 : o.capacity;
-        }
-        const int room = int(std::max<int64_t>(int64_t(pool) - others, 0));
-        want = std::max(pages(length), std::min(pages(int64_t(s.capacity) * 3 / 2), pages(room)));
-    } else if (length < s.capacity / 4 && s.capacity > int(k_page)) {
-        want = std::max(int(k_page), pages(2 * int64_t(length)));  // give most of it back
-    }
-    want = std::min(want, int(n_ctx_seq));
-    if (want == s.capacity) {
-        return true;
-    }
-    for (fa_tq_cache * c : linear_caches(s)) {
-        if (fa_tq_cache_resize(c, want) != FA_TQ_OK) {
-            return false;  // (a cache that did resize holds its positions either way)
-        }
-    }
-    s.capacity = want;
-    return true;
-}
-
-bool llama_tq_memory::truncate(sequence & s, int length) {
-    for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-        if (c != nullptr && fa_tq_cache_truncate(c, length) != FA_TQ_OK) {
-            return false;
-        }
-    }
-    s.pos_max = s.pos_base + length - 1;
-    if (length == 0) {
-        s.pos_base = s.pos_max = -1;
-    }
-    fit_capacity(s, length);  // shrinking: a failure leaves the larger room, nothing lost
-    return true;
-}
-
-void llama_tq_memory::reset(sequence & s) {
-    for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-        if (c != nullptr) {
-            fa_tq_cache_clear(c);
-        }
-    }
-    s.pos_base = s.pos_max = -1;
-    fit_capacity(s, 0);
-}
-
-void llama_tq_memory::clear(bool data) {
-    GGML_UNUSED(data);
-    for (auto & s : seqs) {
-        reset(s);
-    }
-}
-
-bool llama_tq_memory::seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) {
-    if (seq_id >= llama_seq_id(n_seq_max)) {
-        return false;
-    }
-    p0 = std::max(p0, 0);
-    if (p1 < 0) {
-        p1 = std::numeric_limits<llama_pos>::max();
-    }
-    auto remove = [&](llama_seq_id id) {
-        sequence & s = seqs[id];
-        if (s.pos_max < 0 || p0 > s.pos_max || p1 <= s.pos_base || p0 >= p1) {
-            return true;  // nothing held in [p0, p1)
-        }
-        if (p0 <= s.pos_base && p1 > s.pos_max) {
-            reset(s);
-            return true;
-        }
-        if (p1 > s.pos_max) {
-            // A tail.  A ring gives back the positions the removed ones overwrote only
-            // within its slack; past it, seq_pos_min rises (llama.cpp's SWA cache does
-            // the same), and the callers that need more (llama-server) reprocess.
-            return truncate(s, p0 - s.pos_base);
-        }
-        if (p0 <= s.pos_base && !has_ring) {  // a head: the positions move down, the sequence's positions stay
-            for (fa_tq_cache * c : linear_caches(s)) {
-                if (fa_tq_cache_evict(c, p1 - s.pos_base) != FA_TQ_OK) {
-                    return false;
-                }
-            }
-            s.pos_base = p1;
-            return true;
-        }
-        return false;  // a range in the middle, or a ring's head: nothing changed
-    };
-    if (seq_id >= 0) {
-        return remove(seq_id);
-    }
-    bool ok = true;
-    for (uint32_t s = 0; s < n_seq_max; ++s) {
-        ok = remove(llama_seq_id(s)) && ok;
-    }
-    return ok;
-}
-
-void llama_tq_memory::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, llama_pos p1) {
-    if (src == dst || src < 0 || dst < 0 || uint32_t(src) >= n_seq_max || uint32_t(dst) >= n_seq_max) {
-        return;
-    }
-    sequence &from = seqs[src], &to = seqs[dst];
-    if (from.pos_max < 0 || (p1 >= 0 && p1 <= from.pos_base)) {
-        return;  // nothing of src in the range
-    }
-    if (p0 > from.pos_base) {
-        LLAMA_LOG_ERROR("%s: tq KV cache: copying positions from %d on (not from the sequence's first, %d) is not "
-                        "supported; sequence %d left as it was\n", __func__, p0, from.pos_base, dst);
-        return;
-    }
-    // The whole sequence (a prefix: then its tail removed), into room of the same size.
-    if (pool > 0) {
-        for (fa_tq_cache * c : linear_caches(to)) {
-            if (fa_tq_cache_resize(c, from.capacity) != FA_TQ_OK) {
-                LLAMA_LOG_ERROR("%s: tq KV cache: %s; sequence %d left as it was\n", __func__, fa_tq_last_error(), dst);
-                return;
-            }
-        }
-        to.capacity = from.capacity;
-    }
-    for (auto [d, s] : {std::pair{to.full.get(), from.full.get()}, std::pair{to.swa.get(), from.swa.get()}}) {
-        if (d != nullptr && fa_tq_cache_copy(d, s) != FA_TQ_OK) {
-            LLAMA_LOG_ERROR("%s: tq KV cache: %s\n", __func__, fa_tq_last_error());
-            reset(to);
-            return;
-        }
-    }
-    to.pos_base = from.pos_base;
-    to.pos_max = from.pos_max;
-    if (p1 >= 0 && p1 <= from.pos_max) {
-        truncate(to, p1 - to.pos_base);
-    } else {
-        fit_capacity(to, held(to));
-    }
-}
-
-void llama_tq_memory::seq_keep(llama_seq_id seq_id) {
-    for (uint32_t s = 0; s < n_seq_max; ++s) {
-        if (llama_seq_id(s) != seq_id) {
-            reset(seqs[s]);
-        }
-    }
-}
-
-void llama_tq_memory::seq_add(llama_seq_id seq_id, llama_pos p0, llama_pos p1, llama_pos shift) {
-    GGML_UNUSED(p0);
-    GGML_UNUSED(p1);
-    if (shift != 0) {
-        LLAMA_LOG_ERROR("%s: tq KV cache: shifting positions (context shift) is not supported; sequence %d left as "
-                        "it was\n", __func__, seq_id);
-    }
-}
-
-void llama_tq_memory::seq_div(llama_seq_id seq_id, llama_pos p0, llama_pos p1, int d) {
-    GGML_UNUSED(p0);
-    GGML_UNUSED(p1);
-    if (d != 1) {
-        LLAMA_LOG_ERROR("%s: tq KV cache: dividing positions (self-extend) is not supported; sequence %d left as it "
-                        "was\n", __func__, seq_id);
-    }
-}
-
-llama_pos llama_tq_memory::seq_pos_min(llama_seq_id seq_id) const {
-    if (seq_id < 0 || uint32_t(seq_id) >= n_seq_max || seqs[seq_id].pos_max < 0) {
-        return -1;
-    }
-    const sequence & s = seqs[seq_id];
-    // With rings, what every layer still holds: the ring's last positions (window and
-    // slack), less what a removal past the slack lost.
-    return has_ring ? s.pos_base + fa_tq_cache_oldest(s.swa.get()) : s.pos_base;
-}
-
-llama_pos llama_tq_memory::seq_pos_max(llama_seq_id seq_id) const {
-    if (seq_id < 0 || uint32_t(seq_id) >= n_seq_max) {
-        return -1;
-    }
-    return seqs[seq_id].pos_max;
-}
-
-std::map<ggml_backend_buffer_type_t, size_t> llama_tq_memory::memory_breakdown() const {
-    // Each cache's fixed part, and its bytes per position times the positions it may
-    // hold: a ring's size, a sequence's context, or in a pool the pool's positions
-    // once.  (probe: caches of one position, of the first sequence only.)
-    size_t bytes = 0, linear_token = 0, ring_token = 0;
-    for (const auto & s : seqs) {
-        for (const fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-            size_t per_token = 0, total = 0;
-            if (c == nullptr || fa_tq_cache_bytes(c, &per_token, &total) != FA_TQ_OK) {
-                continue;
-            }
-            const bool ring = has_ring && c == s.swa.get();
-            const size_t cap = probe ? 1 : ring ? size_t(ring_cap) : size_t(s.capacity);
-            bytes += (total - per_token * cap) * (probe ? n_seq_max : 1);
-            if (&s == &seqs[0]) {
-                (ring ? ring_token : linear_token) += per_token;
-            }
-        }
-    }
-    bytes += linear_token * (pool > 0 ? size_t(pool) : size_t(n_ctx_seq) * n_seq_max) +
-             ring_token * size_t(ring_cap) * n_seq_max;
-    return {{ggml_backend_cpu_buffer_type(), bytes}};
-}
-
-// The state: a header (with whether it is the sliding-window part alone), then per
-// sequence its id, first and last position, and each of its caches (the
-// sliding-window one alone in a partial state) as fa_tq_cache_serialize writes it
-// (machine-local, as llama.cpp's own state is).
-constexpr uint32_t k_state_magic = 0x564b5154;  // "TQKV"
-constexpr uint32_t k_state_version = 2;
-// Bytes a serialized cache may take beyond its allocation (headers per layer and stream).
-constexpr uint64_t k_state_headers = 4096;
-
-void llama_tq_memory::state_write(llama_io_write_i & io, llama_seq_id seq_id, llama_state_seq_flags flags) const {
-    // llama.cpp's server keeps checkpoints of the sliding-window layers alone (PARTIAL_ONLY).
-    const bool partial = (flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != 0 && swa_apart;
-    std::vector<uint32_t> chosen;
-    for (uint32_t s = 0; s < n_seq_max; ++s) {
-        if ((seq_id < 0 || llama_seq_id(s) == seq_id) && seqs[s].pos_max >= 0) {
-            chosen.push_back(s);
-        }
-    }
-    const uint32_t header[4] = {k_state_magic, k_state_version, uint32_t(chosen.size()), uint32_t(partial)};
-    io.write(header, sizeof(header));
-    std::vector<uint8_t> bytes;
-    for (uint32_t s : chosen) {
-        const int32_t ids[3] = {int32_t(s), seqs[s].pos_base, seqs[s].pos_max};
-        io.write(ids, sizeof(ids));
-        for (const fa_tq_cache * c : {seqs[s].full.get(), seqs[s].swa.get()}) {
-            if (partial && c != seqs[s].swa.get()) {
-                continue;
-            }
-            uint64_t size = 0;
-            if (c != nullptr) {
-                size_t n = 0;
-                if (fa_tq_cache_serialize(c, nullptr, 0, &n) != FA_TQ_OK) {
-                    refuse(fa_tq_last_error());
-                }
-                bytes.resize(n);
-                if (fa_tq_cache_serialize(c, bytes.data(), n, &n) != FA_TQ_OK) {
-                    refuse(fa_tq_last_error());
-                }
-                size = n;
-            }
-            io.write(&size, sizeof(size));
-            io.write(bytes.data(), size_t(size));
-        }
-    }
-}
-
-void llama_tq_memory::state_read(llama_io_read_i & io, llama_seq_id seq_id, llama_state_seq_flags flags) {
-    uint32_t header[4] = {0, 0, 0, 0};
-    io.read(header, sizeof(header));
-    if (header[0] != k_state_magic || header[1] != k_state_version) {
-        refuse("the state was not written by this version of the tq KV cache");
-    }
-    if (seq_id >= 0 ? header[2] > 1 : header[2] > n_seq_max) {
-        refuse("the state holds " + std::to_string(header[2]) + " sequences, more than this context takes");
-    }
-    const bool partial = (flags & LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != 0 && swa_apart;
-    if (header[3] != uint32_t(partial)) {
-        refuse(std::string("the state is ") + (header[3] ? "" : "not ") +
-               "the sliding-window part alone, and this read asks for " + (partial ? "that" : "the whole"));
-    }
-    if (partial) {  // into the sequence as it is: a failure leaves it so
-        read_sequences(io, seq_id, header[2], true);
-        return;
-    }
-    if (seq_id < 0) {
-        clear(true);
-    } else {
-        seq_rm(seq_id, -1, -1);
-    }
-    try {
-        read_sequences(io, seq_id, header[2], false);
-    } catch (...) {  // no sequence left half-restored
-        if (seq_id < 0) {
-            clear(true);
-        } else {
-            seq_rm(seq_id, -1, -1);
-        }
-        throw;
-    }
-}
-
-void llama_tq_memory::read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes) {
-    uint64_t size = 0;
-    io.read(&size, sizeof(size));
-    if ((c == nullptr) != (size == 0)) {
-        refuse("the state's caches do not match this context's layers");
-    }
-    if (c == nullptr) {
-        return;
-    }
-    // A size beyond what the cache can hold is refused before anything is allocated for it.
-    size_t per_token = 0, total = 0;
-    fa_tq_cache_bytes(c, &per_token, &total);
-    if (size > uint64_t(total) + k_state_headers) {
-        refuse("the state's cache of " + std::to_string(size) + " bytes is larger than this context's caches hold (" +
-               std::to_string(total) + ")");
-    }
-    bytes.resize(size_t(size));
-    io.read(bytes.data(), bytes.size());
-    if (fa_tq_cache_deserialize(c, bytes.data(), bytes.size()) != FA_TQ_OK) {
-        refuse(fa_tq_last_error());
-    }
-}
-
-void llama_tq_memory::read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial) {
-    std::vector<uint8_t> bytes;
-    // In a pool, room for the longest sequence a state may hold, before reading into it.
-    auto make_room = [&](fa_tq_cache * c) {
-        if (pool > 0 && c != nullptr && fa_tq_cache_resize(c, int(n_ctx_seq)) != FA_TQ_OK) {
-            refuse(fa_tq_last_error());
-        }
-    };
-    for (uint32_t i = 0; i < count; ++i) {
-        int32_t ids[3] = {0, 0, 0};
-        io.read(ids, sizeof(ids));
-        const llama_seq_id dst = seq_id >= 0 ? seq_id : ids[0];
-        if (dst < 0 || uint32_t(dst) >= n_seq_max || ids[1] < 0 || ids[2] < ids[1] ||
-            int64_t(ids[2]) - ids[1] >= int64_t(n_ctx_seq)) {
-            refuse("the state's sequence " + std::to_string(ids[0]) + " does not fit this context");
-        }
-        sequence & s = seqs[dst];
-        const int span = ids[2] - ids[1] + 1;
-        if (partial) {
-            // A checkpoint of the sliding-window layers: the rest of the sequence stays, and
-            // what every layer holds ends at the earlier of the two.
-            if (s.pos_max < 0 || s.pos_base != ids[1] || span > held(s)) {
-                refuse("the sliding-window state of sequence " + std::to_string(dst) + " (positions " +
-                       std::to_string(ids[1]) + ".." + std::to_string(ids[2]) + ") is not within what it holds");
-            }
-            const bool linear = !has_ring;
-            try {
-                if (linear) {
-                    make_room(s.swa.get());
-                }
-                read_cache(io, s.swa.get(), bytes);
-                if (fa_tq_cache_seq_len(s.swa.get()) != span) {
-                    refuse("the state's positions do not match its caches");
-                }
-            } catch (...) {
-                if (linear && pool > 0) {
-                    fa_tq_cache_resize(s.swa.get(), s.capacity);  // back to the sequence's room (it held no more)
-                }
-                throw;
-            }
-            for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-                fa_tq_cache_truncate(c, span);  // the full-attention layers end where the checkpoint does
-            }
-            s.pos_max = ids[2];
-            if (linear && pool > 0) {
-                fa_tq_cache_resize(s.swa.get(), s.capacity);
-            }
-            continue;
-        }
-        for (fa_tq_cache * c : linear_caches(s)) {
-            make_room(c);
-        }
-        if (pool > 0) {
-            s.capacity = int(n_ctx_seq);
-        }
-        for (fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-            read_cache(io, c, bytes);
-        }
-        s.pos_base = ids[1];
-        s.pos_max = ids[2];
-        for (const fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
-            if (c != nullptr && fa_tq_cache_seq_len(c) != span) {
-                refuse("the state's positions do not match its caches");
-            }
-        }
-        fit_capacity(s, span);
-    }
 }
 
 // --- hooks -------------------------------------------------------------------------

@@ -9,16 +9,17 @@
 
 #include "llama-memory.h"
 #include "llama-batch.h"
+#include "llama-cparams.h"
 #include "llama-tq-team.h"
 #include "turboquant/turboquant.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 struct llama_model;
-struct llama_cparams;
 struct ggml_tensor;
 
 class llama_tq_memory;
@@ -40,7 +41,7 @@ public:
     llama_memory_context_ptr init_batch(llama_batch_allocr & balloc, uint32_t n_ubatch, bool embd_all) override;
     llama_memory_context_ptr init_full() override;
     llama_memory_context_ptr init_update(llama_context * lctx, bool optimize) override;
-    bool get_can_shift() const override { return false; }
+    bool get_can_shift() const override { return true; }
 
     void clear(bool data) override;
     bool seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) override;
@@ -68,7 +69,11 @@ public:
     llama_tq_layer_op * layer_op(int il) { return &ops[il]; }
     int head_dim() const { return n_embd_head; }
 
+    // Throws std::runtime_error("tq KV cache: " + why).
+    [[noreturn]] static void refuse(const std::string & why);
+
 private:
+    static constexpr uint32_t k_page = 256;  // a pool's linear caches take room in multiples of this
     struct free_cache {
         void operator()(fa_tq_cache * c) const { fa_tq_cache_free(c); }
     };
@@ -79,18 +84,31 @@ private:
     struct sequence {
         cache_ptr full;  // the full-attention layers (linear)
         cache_ptr swa;   // the sliding-window layers, if apart (a ring, or linear with --swa-full)
-        llama_pos pos_base = -1;       // the position at cache index 0; -1: empty
-        llama_pos pos_max = -1;
+        // Per cache index, the position its key was written at (increasing; a shift
+        // moves them, a removal in the middle leaves a gap until a shift closes it).
+        std::vector<llama_pos> positions;
+        int ring_offset = 0;  // the cache index at the ring's index 0
+        // Cache entries [hole_at, hole_at + hole_size) removed from positions but not yet
+        // from the caches: a removal and the shift that follows re-encode once.
+        int hole_at = 0, hole_size = 0;
         int capacity = 0;  // positions the linear caches have room for
     };
     struct run {  // consecutive positions of one sequence in the current ubatch
         llama_seq_id seq;
         llama_pos pos;
+        int index;                    // the cache index of its first token
         std::vector<int32_t> tokens;  // indices in the ubatch
         std::vector<bool> owns;       // per token: its output is this sequence's (its first seq id)
     };
     void reset(sequence & s);
-    int held(const sequence & s) const { return s.pos_max < 0 ? 0 : s.pos_max - s.pos_base + 1; }
+    static int held(const sequence & s) { return int(s.positions.size()); }
+    static int index_of(const sequence & s, llama_pos p) {  // the first cache index at p or later
+        return int(std::lower_bound(s.positions.begin(), s.positions.end(), p) - s.positions.begin());
+    }
+    // Re-encodes the caches from the hole (or cache index `from`, if earlier) on, without
+    // the hole, the keys of indices [a, b) turned by the RoPE of a change of `delta`.
+    bool rewrite(sequence & s, int from, int a, int b, llama_pos delta);
+    bool settle(sequence & s) { return s.hole_size == 0 || rewrite(s, s.hole_at, 0, 0, 0); }
     std::vector<fa_tq_cache *> linear_caches(sequence & s) const;
     // Room in s's linear caches for `length` positions (more, within the pool, so that
     // growing costs few copies); in a pool, also less when it holds far fewer.
@@ -107,6 +125,8 @@ private:
     void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial);  // state_read's body
     void read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes);
 
+    const llama_model & model;
+    const llama_cparams cparams;  // RoPE's parameters for a shift
     int n_layer, n_head, n_head_kv, n_embd_head;
     uint32_t n_seq_max, n_ctx_seq, n_swa;
     uint32_t pool;   // with a unified buffer: positions all sequences hold together (n_ctx); else 0
