@@ -22,6 +22,11 @@
       and test-state-restore-fragmented; llama-batched with one prompt shared by 4
       sequences (-kvu) answers alike in each; llama-embedding of 3 prompts, causal and
       not, on average as close to the f16 cache's embeddings as q4_0's are (cosine).
+  llamacpp_test.py shift     --bin DIR --model GGUF --text FILE --ctx N
+      context shift: tq-shift-agreement feeds the text's first 2 N tokens through a context
+      of N, shifting as llama-server's --context-shift does; tq4/tq4's top token agrees
+      with the f16 cache's (doing the same shifts) at least as often as q4_0's after the
+      first shift.  llama-server --context-shift -c N generates 2 N + 88 tokens.
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
       clear line and a non-zero exit.
@@ -432,6 +437,34 @@ def check_programs(args):
               f"q4_0 {[round(c, 4) for c in c_q4]}")
 
 
+# --- context shift ----------------------------------------------------------------------
+
+def check_shift(args):
+    n = int(args.ctx)
+    tops = {}
+    for cache in ("f16", "q4_0", "tq4"):
+        cmd = [Path(args.bin) / "tq-shift-agreement", "-m", args.model, "-c", n, "-n", 2 * n, "-f", args.text,
+               "-t", THREADS, "-ctk", cache, "-ctv", cache]
+        r = run(cmd)
+        if r.returncode != 0:
+            fail(f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stderr[-3000:]}")
+        tops[cache] = r.stdout.split()
+    if len(tops["f16"]) != 2 * n:
+        fail(f"the text gave {len(tops['f16'])} tokens, not {2 * n}")
+    share = {c: sum(a == b for a, b in zip(tops["f16"][n:], tops[c][n:])) / n for c in ("q4_0", "tq4")}
+    print(f"same top token as f16 after the first shift (-c {n}, {n} tokens): tq4 {share['tq4']:.4f}, "
+          f"q4_0 {share['q4_0']:.4f}")
+    if share["tq4"] < share["q4_0"]:
+        fail("tq4 agrees with f16 less often than q4_0 through context shifts")
+    with Server(args, "tq4", ["--context-shift", "-np", "1"], ctx=n) as srv:
+        want = 2 * n + 88
+        res = srv.complete("Once upon a time", want)
+        got = res["timings"]["predicted_n"]
+        if got != want or not srv.alive():
+            fail(f"llama-server --context-shift -c {n}: {got} of {want} tokens:\n{srv.output()[-3000:]}")
+    print(f"llama-server --context-shift -c {n}: {want} tokens generated")
+
+
 # --- refusals -------------------------------------------------------------------------
 
 def check_refusals(args):
@@ -462,7 +495,7 @@ def check_refusals(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "refusals", "table"])
+    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "shift", "refusals", "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
@@ -472,7 +505,7 @@ def main():
     p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
-     "programs": check_programs, "refusals": check_refusals, "table": table}[args.what](args)
+     "programs": check_programs, "shift": check_shift, "refusals": check_refusals, "table": table}[args.what](args)
     print("PASS")
 
 
