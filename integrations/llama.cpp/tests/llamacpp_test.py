@@ -27,6 +27,11 @@
       of N, shifting as llama-server's --context-shift does; tq4/tq4's top token agrees
       with the f16 cache's (doing the same shifts) at least as often as q4_0's after the
       first shift.  llama-server --context-shift -c N generates 2 N + 88 tokens.
+  llamacpp_test.py suite     --bin DIR --model GGUF --tests DIR --deps DIR
+      llama.cpp's own llama-server test suite (tools/server/tests, pytest: the context
+      shift, slot save, keep-only-active and speculative files, and the parallel and
+      prompt-cache tests of the completion and chat completion files) on the model, once with q4_0/q4_0 and once with tq4/tq4: every test that
+      passes with q4_0 passes with tq4, but for KNOWN_DIFFERENCES below.
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
       clear line and a non-zero exit.
@@ -465,6 +470,54 @@ def check_shift(args):
     print(f"llama-server --context-shift -c {n}: {want} tokens generated")
 
 
+# --- llama.cpp's server test suite ------------------------------------------------------
+
+SUITE_FILES = ["test_ctx_shift.py", "test_slot_save.py", "test_kv_keep_only_active.py", "test_speculative.py",
+               "test_completion.py", "test_chat_completion.py"]
+# Of the last two, the tests of several slots and of the prompt cache.
+SUITE_KEYWORDS = "not (test_completion or test_chat_completion) or parallel or cache"
+# Tests that pass with q4_0 and fail with tq4 on SmolLM2, and why (docs/llama.cpp.md).
+KNOWN_DIFFERENCES = {
+    "unit/test_completion.py::test_completion_parallel_slots[4-6]":
+        "sampling at temperature 1.0 from other logits: one of 6 answers starts with end-of-text, "
+        "and the test wants more than 10 characters",
+    "unit/test_completion.py::test_n_probs_post_sampling":
+        "after sampling, only the tokens that pass its filters have probabilities: 3 of 5 with tq4's logits",
+    "unit/test_speculative.py::test_with_and_without_draft":
+        "with a draft, the target checks drafted tokens as a batch and removes the rejected ones: "
+        "tq4's batch and one-token attention differ by float rounding, and rejected tokens stay in the "
+        "levers' running statistics, so greedy answers differ at a near-tie",
+    "unit/test_speculative.py::test_different_draft_min_draft_max": "the same as test_with_and_without_draft",
+}
+
+
+def check_suite(args):
+    outcomes = {}
+    for cache in ("q4_0", "tq4"):
+        with tempfile.TemporaryDirectory() as work:
+            out = Path(work) / "outcomes.json"
+            cmd = [sys.executable, Path(__file__).with_name("server_suite.py"), "--bin", args.bin, "--model",
+                   args.model, "--tests", args.tests, "--deps", args.deps, "--cache", cache, "--out", out,
+                   "-k", SUITE_KEYWORDS, *SUITE_FILES]
+            r = run(cmd, timeout=1800)
+            if not out.exists():
+                fail(f"llama.cpp's server suite with {cache} did not run:\n{(r.stdout + r.stderr)[-3000:]}")
+            outcomes[cache] = json.loads(out.read_text())
+    q4, tq = outcomes["q4_0"], outcomes["tq4"]
+    passed = {c: sorted(t for t, o in outcomes[c].items() if o == "passed") for c in outcomes}
+    print(f"llama.cpp's server suite on the model: {len(q4)} tests; passed with q4_0 {len(passed['q4_0'])}, "
+          f"with tq4 {len(passed['tq4'])}")
+    lost = [t for t in passed["q4_0"] if tq.get(t) != "passed"]
+    for t in lost:
+        print(f"  passes with q4_0, not tq4: {t}" + (f" (known: {KNOWN_DIFFERENCES[t]})" if t in KNOWN_DIFFERENCES else ""))
+    for t in passed["tq4"]:
+        if q4.get(t) != "passed":
+            print(f"  passes with tq4, not q4_0: {t}")
+    unexplained = [t for t in lost if t not in KNOWN_DIFFERENCES]
+    if unexplained:
+        fail(f"tests that pass with q4_0 fail with tq4: {unexplained}")
+
+
 # --- refusals -------------------------------------------------------------------------
 
 def check_refusals(args):
@@ -495,17 +548,21 @@ def check_refusals(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "shift", "refusals", "table"])
+    p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "shift", "suite", "refusals",
+                                    "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
     p.add_argument("--chunks", default="2")
     p.add_argument("--ctx", default="512")
     p.add_argument("--configs", default="q8_0/q8_0,tq8/tq8,q4_0/q4_0,tq4/tq4")
+    p.add_argument("--tests", help="suite: llama.cpp's tools/server/tests")
+    p.add_argument("--deps", help="suite: where scripts/setup-llamacpp.sh installed its Python packages")
     p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
-     "programs": check_programs, "shift": check_shift, "refusals": check_refusals, "table": table}[args.what](args)
+     "programs": check_programs, "shift": check_shift, "suite": check_suite, "refusals": check_refusals,
+     "table": table}[args.what](args)
     print("PASS")
 
 
