@@ -200,6 +200,11 @@ void operate(Bytes& in, const fa_tq_state* state, const fa_tq_state* other, fa_t
             broken("fa_tq_cache_deserialize of the cache's own bytes changed it");
         if (!failed) {  // what it accepted it holds: written again, the same bytes
             std::vector<std::uint8_t> again(bytes.size() + 1);
+            // but for the capacity field: a linear cache takes bytes written by another
+            // capacity (magic, version, layers and heads come before it)
+            constexpr std::size_t kCapacityAt = 16;
+            if (!cache->ring && bytes.size() >= kCapacityAt + 4)
+                std::memcpy(&bytes[kCapacityAt], &cache->max_seq_len, 4);
             if (fa_tq_cache_serialize(cache, again.data(), again.size(), &size) != FA_TQ_OK || size != bytes.size() ||
                 !std::equal(bytes.begin(), bytes.end(), again.begin()))
                 broken("fa_tq_cache_deserialize accepted bytes that do not serialize back to themselves");
