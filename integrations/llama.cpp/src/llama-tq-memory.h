@@ -114,13 +114,12 @@ private:
     // growing costs few copies); in a pool, also less when it holds far fewer.
     bool fit_capacity(sequence & s, int length);
     bool truncate(sequence & s, int length);  // keep the first `length` positions
-    bool is_swa(int il) const { return layer_swa[il]; }
     void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
                     const ggml_tensor * v, ggml_tensor * dst);
     // The library's calls for one run, on rows of n tokens (qp, kp, vp, out); the
     // reason if refused, else empty.
-    std::string attend_rows(const llama_tq_layer_op & op, const run & r, const float * qp, const float * kp, const float * vp,
-                    float * out);
+    std::string attend_rows(const llama_tq_layer_op & op, const run & r, const float * qp, const float * kp,
+                            const float * vp, float * out);
     void fail(const std::string & why);
     void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial);  // state_read's body
     void read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes);
@@ -135,7 +134,7 @@ private:
     int ring_cap = 0;  // a ring's positions: the window and the slack
     bool probe;     // no_alloc: caches of one position, for the byte figures only
     std::unique_ptr<fa_tq_state, free_state> state;
-    std::vector<bool> layer_swa;   // per model layer: in the ring cache
+    std::vector<bool> layer_swa;   // per model layer: in the sliding-window cache
     std::vector<int> layer_index;  // per model layer: its layer in that cache
     std::vector<sequence> seqs;
     std::vector<llama_tq_layer_op> ops;
