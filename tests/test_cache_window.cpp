@@ -143,7 +143,8 @@ TEST_CASE("cache window: truncating past the slack leaves what was not overwritt
 
 TEST_CASE("cache window: a linear cache truncates and resizes, keeping what it holds") {
     const int d = tq::test::main_head_dim(), n = 20;
-    for (const tq::Config& config : {plain(tq::variants().front()), tq::Config{tq::rate(tq::variants().front()), 2}}) {
+    const float rate = tq::rate(tq::variants().front());
+    for (const tq::Config& config : {plain(tq::variants().front()), tq::Config{rate, rate}}) {  // levers off, on
         const tq::Quantizer quant(d, config, 7);
         const Tokens x(d, 3 * n, 4);
         KVCache grown(quant, 1, H, 8), fixed(quant, 1, H, 3 * n);
