@@ -27,9 +27,9 @@
 #include "softmax.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <new>
 #include <string>
 

@@ -14,6 +14,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace tq::detail {
 namespace {
@@ -58,18 +59,25 @@ void init_stream(fa_tq_stream& s, const fa_tq_state* st, bool is_key, int heads,
     if (s.smoothed) s.smooth.reserve(block_floats);
 }
 
-// dst (a copy of src) with room for new_cap slots per head: each head's written
-// slots (a linear cache: slot = position) where new_cap puts them, and block records
-// reserved for new_cap.  False if the sizes overflow.
-bool restride(fa_tq_stream& dst, const fa_tq_stream& src, const fa_tq_layer& lay, int heads, int old_cap, int new_cap) {
+// A stream's per-slot arrays and block records re-laid for new_cap slots per head:
+// each head's written slots (a linear cache: slot = position) where new_cap puts them.
+struct Restrided {
+    decltype(fa_tq_stream::codes) codes;
+    decltype(fa_tq_stream::scales32) scales32;
+    decltype(fa_tq_stream::scales16) scales16;
+    std::vector<std::uint16_t> means, smooth;
+};
+
+// False if the sizes overflow; throws std::bad_alloc (the cache untouched).
+bool restride(const fa_tq_stream& src, const fa_tq_layer& lay, int heads, int old_cap, int new_cap, Restrided& out) {
     std::size_t slots = 0, code_total = 0;
     if (__builtin_mul_overflow(std::size_t(heads), std::size_t(new_cap), &slots) ||
         __builtin_mul_overflow(slots, src.code_bytes, &code_total))
         return false;
     const std::size_t held = std::size_t(src.length);
-    dst.codes.assign(code_total, 0);
+    out.codes.assign(code_total, 0);
     for (int h = 0; h < heads; ++h)
-        std::memcpy(dst.codes.data() + std::size_t(h) * new_cap * src.code_bytes,
+        std::memcpy(out.codes.data() + std::size_t(h) * new_cap * src.code_bytes,
                     src.codes.data() + std::size_t(h) * old_cap * src.code_bytes, held * src.code_bytes);
     auto move_scales = [&](auto& to, const auto& from) {
         if (from.empty()) return;
@@ -78,11 +86,16 @@ bool restride(fa_tq_stream& dst, const fa_tq_stream& src, const fa_tq_layer& lay
             std::copy_n(from.begin() + std::ptrdiff_t(std::size_t(h) * old_cap), held,
                         to.begin() + std::ptrdiff_t(std::size_t(h) * new_cap));
     };
-    move_scales(dst.scales16, src.scales16);
-    move_scales(dst.scales32, src.scales32);
+    move_scales(out.scales16, src.scales16);
+    move_scales(out.scales32, src.scales32);
+    // Block records with the capacity appends rely on (reserved for new_cap).
     const std::size_t block_floats = max_blocks(lay.levers, new_cap) * std::size_t(heads) * std::size_t(lay.head_dim);
-    if (dst.centered) dst.means.reserve(block_floats);
-    if (dst.smoothed) dst.smooth.reserve(block_floats);
+    for (auto [to, from, used] : {std::tuple{&out.means, &src.means, src.centered},
+                                  std::tuple{&out.smooth, &src.smooth, src.smoothed}}) {
+        if (!used) continue;
+        to->reserve(std::max(block_floats, from->size()));
+        to->assign(from->begin(), from->end());
+    }
     return true;
 }
 
@@ -389,15 +402,25 @@ int fa_tq_cache_resize(fa_tq_cache* cache, int max_seq_len) {
                                                        std::to_string(longest) + " positions written, got " +
                                                        std::to_string(max_seq_len));
         if (max_seq_len == cache->max_seq_len) return FA_TQ_OK;
-        // Every layer's new streams first, then swapped in: all or nothing.
-        std::vector<fa_tq_layer> layers = cache->layers;
-        for (std::size_t l = 0; l < layers.size(); ++l)
+        // Every stream's new arrays first (the rest of the layers stays), then swapped in:
+        // all or nothing.
+        std::vector<Restrided> fresh(2 * cache->layers.size());
+        for (std::size_t l = 0; l < cache->layers.size(); ++l)
             for (bool is_key : {true, false})
-                if (!restride(layers[l].stream(is_key), cache->layers[l].stream(is_key), cache->layers[l],
-                              cache->num_heads, cache->max_seq_len, max_seq_len))
+                if (!restride(cache->layers[l].stream(is_key), cache->layers[l], cache->num_heads, cache->max_seq_len,
+                              max_seq_len, fresh[2 * l + (is_key ? 0 : 1)]))
                     return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(max_seq_len) +
                                                                " positions overflow memory sizes");
-        cache->layers.swap(layers);
+        for (std::size_t l = 0; l < cache->layers.size(); ++l)
+            for (bool is_key : {true, false}) {
+                fa_tq_stream& s = cache->layers[l].stream(is_key);
+                Restrided& r = fresh[2 * l + (is_key ? 0 : 1)];
+                s.codes.swap(r.codes);
+                s.scales32.swap(r.scales32);
+                s.scales16.swap(r.scales16);
+                if (s.centered) s.means.swap(r.means);
+                if (s.smoothed) s.smooth.swap(r.smooth);
+            }
         cache->max_seq_len = max_seq_len;
         return FA_TQ_OK;
     });
