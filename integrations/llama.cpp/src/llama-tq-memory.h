@@ -106,14 +106,23 @@ private:
         return int(std::lower_bound(s.positions.begin(), s.positions.end(), p) - s.positions.begin());
     }
     // Re-encodes the caches from the hole (or cache index `from`, if earlier) on, without
-    // the hole, the keys of indices [a, b) turned by the RoPE of a change of `delta`.
-    bool rewrite(sequence & s, int from, int a, int b, llama_pos delta);
-    bool settle(sequence & s) { return s.hole_size == 0 || rewrite(s, s.hole_at, 0, 0, 0); }
+    // the hole, the key of each index i in [a, a + deltas.size()) turned by the RoPE of a
+    // change of deltas[i - a] (the caller moves their positions).
+    bool rewrite(sequence & s, int from, int a, const std::vector<llama_pos> & deltas);
+    bool settle(sequence & s) { return s.hole_size == 0 || rewrite(s, s.hole_at, 0, {}); }
+    // Moves positions [p0, p1) of sequence seq_id (all if < 0) to new_pos(p) (seq_add,
+    // seq_div): keys turned by the RoPE of turn_sign x (new_pos(p) - p).  `what` names
+    // the operation in a refusal.
+    template <typename F>
+    void move_positions(llama_seq_id seq_id, llama_pos p0, llama_pos p1, F new_pos, int turn_sign, const char * what);
     std::vector<fa_tq_cache *> linear_caches(sequence & s) const;
     // Room in s's linear caches for `length` positions (more, within the pool, so that
     // growing costs few copies); in a pool, also less when it holds far fewer.
     bool fit_capacity(sequence & s, int length);
     bool truncate(sequence & s, int length);  // keep the first `length` positions
+    // seq_cp of part of a sequence: from's entries [i0, i1) decoded and encoded after
+    // what `to` (sequence dst) holds; refused (one line) where that would break its order.
+    void append_range(sequence & from, sequence & to, int i0, int i1, llama_seq_id dst);
     void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
                     const ggml_tensor * v, ggml_tensor * dst);
     // The library's calls for one run, on rows of n tokens (qp, kp, vp, out); the

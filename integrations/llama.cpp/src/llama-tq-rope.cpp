@@ -8,10 +8,12 @@
 
 #include <cstring>
 
+static_assert(sizeof(llama_pos) == sizeof(int32_t), "positions are ggml_rope's int32");
+
 bool llama_tq_rope_shift(const llama_model & model, const llama_cparams & cparams, int il, float * keys, int n_tokens,
-                         int n_head_kv, int head_dim, llama_pos delta, int n_threads) {
+                         int n_head_kv, int head_dim, const llama_pos * deltas, int n_threads) {
     const llama_hparams & hp = model.hparams;
-    if (delta == 0 || n_tokens == 0 || !hp.has_rope(uint32_t(il))) {
+    if (n_tokens == 0 || !hp.has_rope(uint32_t(il))) {
         return true;
     }
     const size_t n = size_t(n_tokens) * size_t(n_head_kv) * size_t(head_dim);
@@ -28,9 +30,7 @@ bool llama_tq_rope_shift(const llama_model & model, const llama_cparams & cparam
     ggml_tensor * k = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, n_head_kv, n_tokens);
     ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens);
     std::memcpy(k->data, keys, n * sizeof(float));
-    for (int i = 0; i < n_tokens; ++i) {
-        static_cast<int32_t *>(pos->data)[i] = delta;
-    }
+    std::memcpy(pos->data, deltas, size_t(n_tokens) * sizeof(int32_t));
     // As llama_kv_cache::build_rope_shift: the layer's frequency base and scale, its
     // frequency factors, the first n_rot dimensions, YaRN's parameters.
     ggml_tensor * rotated = ggml_rope_ext(ctx, k, pos, model.get_rope_factors(cparams, il), int(hp.n_rot(uint32_t(il))),

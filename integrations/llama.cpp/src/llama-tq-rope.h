@@ -11,7 +11,7 @@
 struct llama_model;
 struct llama_cparams;
 
-// keys: n_tokens x n_head_kv x head_dim floats, rotated in place by the RoPE of a
-// position change of `delta` in model layer il.  False if ggml cannot compute it.
+// keys: n_tokens x n_head_kv x head_dim floats, token i rotated in place by the RoPE
+// of a position change of deltas[i] in model layer il.  False if ggml cannot compute it.
 bool llama_tq_rope_shift(const llama_model & model, const llama_cparams & cparams, int il, float * keys, int n_tokens,
-                         int n_head_kv, int head_dim, llama_pos delta, int n_threads);
+                         int n_head_kv, int head_dim, const llama_pos * deltas, int n_threads);

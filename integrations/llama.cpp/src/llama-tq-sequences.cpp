@@ -91,7 +91,8 @@ void llama_tq_memory::clear(bool data) {
     }
 }
 
-bool llama_tq_memory::rewrite(sequence & s, int from, int a, int b, llama_pos delta) {
+bool llama_tq_memory::rewrite(sequence & s, int from, int a, const std::vector<llama_pos> & deltas) {
+    const int b = a + int(deltas.size());
     // Physical entries (what the caches hold, the hole included) and logical ones (what
     // positions lists): logical(p) is where physical entry p goes once the hole is out.
     const int n_phys = held(s) + s.hole_size, n_logical = held(s);
@@ -104,7 +105,7 @@ bool llama_tq_memory::rewrite(sequence & s, int from, int a, int b, llama_pos de
     // Cache c (cache index = its index + offset; it holds from physical entry `oldest`):
     // its entries from `start` on, less the hole, decoded a chunk at a time per layer and
     // written again in place, each at its logical index, or lower: a write never reaches
-    // an entry not yet decoded.  The keys of logical [a, b) turn by delta.  Returns the
+    // an entry not yet decoded.  The keys of logical [a, b) turn by their deltas.  Returns the
     // cache's new offset (a ring keeps its first entries' indices), or k_failed.
     constexpr int k_failed = std::numeric_limits<int>::min();
     auto move = [&](fa_tq_cache * c, bool swa, int offset, int oldest) -> int {
@@ -116,7 +117,7 @@ bool llama_tq_memory::rewrite(sequence & s, int from, int a, int b, llama_pos de
             }
             for (int p0 = first; p0 < n_phys; p0 += k_chunk) {
                 const int p1 = std::min(p0 + k_chunk, n_phys);
-                int kept = 0, turn0 = -1, turn1 = -1;  // rows kept; of them, those that turn
+                int kept = 0, turn0 = -1, turn1 = -1, turn_from = 0;  // rows kept; of them, those that turn
                 for (bool key : {true, false}) {
                     if (fa_tq_dequantize(state.get(), c, l, p0 - offset, p1 - p0, key, all.data()) == nullptr) {
                         return k_failed;
@@ -127,6 +128,7 @@ bool llama_tq_memory::rewrite(sequence & s, int from, int a, int b, llama_pos de
                             continue;
                         }
                         if (logical(p) >= a && logical(p) < b) {
+                            turn_from = turn0 < 0 ? logical(p) - a : turn_from;
                             turn0 = turn0 < 0 ? kept : turn0;
                             turn1 = kept + 1;
                         }
@@ -134,7 +136,8 @@ bool llama_tq_memory::rewrite(sequence & s, int from, int a, int b, llama_pos de
                     }
                 }
                 if (turn0 >= 0 && !llama_tq_rope_shift(model, cparams, il, &keys[size_t(turn0) * row], turn1 - turn0,
-                                                       n_head_kv, n_embd_head, delta, int(cparams.n_threads))) {
+                                                       n_head_kv, n_embd_head, &deltas[size_t(turn_from)],
+                                                       int(cparams.n_threads))) {
                     return k_failed;
                 }
                 int j = 0;
@@ -234,8 +237,7 @@ void llama_tq_memory::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, l
         return;  // nothing of src in the range
     }
     if (p0 > from.positions.front()) {
-        LLAMA_LOG_ERROR("%s: tq KV cache: copying positions from %d on (not from the sequence's first, %d) is not "
-                        "supported; sequence %d left as it was\n", __func__, p0, from.positions.front(), dst);
+        append_range(from, to, index_of(from, p0), p1 < 0 ? held(from) : index_of(from, p1), dst);
         return;
     }
     // The whole sequence (a prefix: then its tail removed), into room of the same size.
@@ -265,6 +267,84 @@ void llama_tq_memory::seq_cp(llama_seq_id src, llama_seq_id dst, llama_pos p0, l
     }
 }
 
+void llama_tq_memory::append_range(sequence & from, sequence & to, int i0, int i1, llama_seq_id dst) {
+    if (i0 >= i1) {
+        return;
+    }
+    auto refuse_copy = [&](const std::string & why) {
+        LLAMA_LOG_ERROR("%s: tq KV cache: copying positions %d..%d to sequence %d: %s; sequence %d left as it was\n",
+                        __func__, from.positions[size_t(i0)], from.positions[size_t(i1 - 1)], dst, why.c_str(), dst);
+    };
+    if (!settle(to)) {
+        return;
+    }
+    // These caches hold a sequence in order of position: the range goes after what dst holds.
+    if (!to.positions.empty() && to.positions.back() >= from.positions[size_t(i0)]) {
+        refuse_copy("sequence " + std::to_string(dst) + " holds position " + std::to_string(to.positions.back()) +
+                    ", and a copy must come after it");
+        return;
+    }
+    // A ring holds its last ring_cap entries: those of the range that dst's ring will keep
+    // must still be in src's, and a dst that already holds some cannot skip the rest.
+    int skip = 0;  // the range's first entries that only the linear caches take
+    if (has_ring) {
+        const int oldest = fa_tq_cache_oldest(from.swa.get()) + from.ring_offset;
+        skip = std::max(0, std::max(i0, i1 - ring_cap) - i0);
+        if (i0 + skip < oldest || (skip > 0 && held(to) > 0)) {
+            refuse_copy("sequence " + std::to_string(int(&from - seqs.data())) + "'s sliding-window ring no longer "
+                        "holds them");
+            return;
+        }
+    }
+    const int n = i1 - i0, at = held(to);
+    if (!fit_capacity(to, at + n)) {
+        refuse_copy(fa_tq_last_error());
+        return;
+    }
+    if (has_ring && at == 0) {
+        to.ring_offset = skip;  // dst's ring starts at the range's first entry it keeps
+    }
+    // Each cache's layers: the range decoded from src, encoded at dst's end, a chunk at a time.
+    const size_t row = size_t(n_head_kv) * size_t(n_embd_head);
+    constexpr int k_chunk = 256;
+    std::vector<float> rows(size_t(k_chunk) * row);
+    auto copy = [&](fa_tq_cache * d, const fa_tq_cache * s, int s_offset, int d_offset, int first) {
+        const int layers = int(std::count(layer_swa.begin(), layer_swa.end(), d == to.swa.get() && swa_apart));
+        for (int l = 0; l < layers; ++l) {
+            for (int c0 = i0 + first; c0 < i1; c0 += k_chunk) {
+                const int count = std::min(k_chunk, i1 - c0);
+                for (bool key : {true, false}) {
+                    if (fa_tq_dequantize(state.get(), s, l, c0 - s_offset, count, key, rows.data()) == nullptr) {
+                        return false;
+                    }
+                    for (int j = 0; j < count; ++j) {
+                        if (fa_tq_quantize(state.get(), d, l, at + (c0 - i0) + j - d_offset, &rows[size_t(j) * row],
+                                           key) != FA_TQ_OK) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        return true;
+    };
+    bool ok = true;
+    if (to.full) {
+        ok = copy(to.full.get(), from.full.get(), 0, 0, 0);
+    }
+    if (ok && to.swa) {
+        ok = has_ring ? copy(to.swa.get(), from.swa.get(), from.ring_offset, to.ring_offset, skip)
+                      : copy(to.swa.get(), from.swa.get(), 0, 0, 0);
+    }
+    if (!ok) {
+        LLAMA_LOG_ERROR("%s: tq KV cache: copying to sequence %d failed (%s); the sequence is emptied\n", __func__,
+                        dst, fa_tq_last_error());
+        reset(to);
+        return;
+    }
+    to.positions.insert(to.positions.end(), from.positions.begin() + i0, from.positions.begin() + i1);
+}
+
 void llama_tq_memory::seq_keep(llama_seq_id seq_id) {
     for (uint32_t s = 0; s < n_seq_max; ++s) {
         if (llama_seq_id(s) != seq_id) {
@@ -273,10 +353,9 @@ void llama_tq_memory::seq_keep(llama_seq_id seq_id) {
     }
 }
 
-void llama_tq_memory::seq_add(llama_seq_id seq_id, llama_pos p0, llama_pos p1, llama_pos shift) {
-    if (shift == 0) {
-        return;
-    }
+template <typename F>
+void llama_tq_memory::move_positions(llama_seq_id seq_id, llama_pos p0, llama_pos p1, F new_pos, int turn_sign,
+                                     const char * what) {
     p0 = std::max(p0, 0);
     if (p1 < 0) {
         p1 = std::numeric_limits<llama_pos>::max();
@@ -293,40 +372,58 @@ void llama_tq_memory::seq_add(llama_seq_id seq_id, llama_pos p0, llama_pos p1, l
         }
         // Positions that would fall below 0 are removed, as llama.cpp's cells are.
         int below = a;
-        while (below < b && s.positions[size_t(below)] + shift < 0) {
+        while (below < b && new_pos(s.positions[size_t(below)]) < 0) {
             ++below;
         }
         if (below > a) {
-            if (!seq_rm(llama_seq_id(id), s.positions[size_t(a)], s.positions[size_t(below - 1)] + 1)) {
-                continue;
+            if (seq_rm(llama_seq_id(id), s.positions[size_t(a)], s.positions[size_t(below - 1)] + 1)) {
+                move_positions(llama_seq_id(id), p0, p1, new_pos, turn_sign, what);  // the rest, at its new indices
             }
-            seq_add(llama_seq_id(id), p0, p1, shift);  // the rest, at its new indices
             continue;
         }
-        // The positions stay in order (llama.cpp's cells take any; these caches are
-        // ordered by position): else refused.
-        if ((a > 0 && s.positions[size_t(a - 1)] >= s.positions[size_t(a)] + shift) ||
-            (b < n && s.positions[size_t(b - 1)] + shift >= s.positions[size_t(b)])) {
-            LLAMA_LOG_ERROR("%s: tq KV cache: shifting positions %d..%d of sequence %d by %d would reorder them; "
-                            "not supported, the sequence left as it was\n", __func__, s.positions[size_t(a)],
-                            s.positions[size_t(b - 1)], int(id), shift);
+        // The positions stay in order, ties allowed (llama.cpp's cells take any order;
+        // these caches are ordered by position): else refused.
+        std::vector<llama_pos> deltas(size_t(b - a));
+        for (int i = a; i < b; ++i) {
+            deltas[size_t(i - a)] = new_pos(s.positions[size_t(i)]) - s.positions[size_t(i)];
+        }
+        if ((a > 0 && s.positions[size_t(a - 1)] > s.positions[size_t(a)] + deltas.front()) ||
+            (b < n && s.positions[size_t(b - 1)] + deltas.back() > s.positions[size_t(b)])) {
+            LLAMA_LOG_ERROR("%s: tq KV cache: %s positions %d..%d of sequence %d would reorder them; not supported, "
+                            "the sequence left as it was\n", __func__, what, s.positions[size_t(a)],
+                            s.positions[size_t(b - 1)], int(id));
             continue;
         }
-        // Decode, RoPE by the shift, encode again (with the hole a removal left, in one pass).
-        if (rewrite(s, a, a, b, shift)) {
+        if (std::all_of(deltas.begin(), deltas.end(), [](llama_pos d) { return d == 0; })) {
+            continue;
+        }
+        // Decode, RoPE by each change (times turn_sign), encode again (with the hole a
+        // removal left, in one pass).
+        std::vector<llama_pos> turns(deltas);
+        for (llama_pos & t : turns) {
+            t *= turn_sign;
+        }
+        if (rewrite(s, a, a, turns)) {
             for (int i = a; i < b; ++i) {
-                s.positions[size_t(i)] += shift;
+                s.positions[size_t(i)] += deltas[size_t(i - a)];
             }
         }
     }
 }
 
+void llama_tq_memory::seq_add(llama_seq_id seq_id, llama_pos p0, llama_pos p1, llama_pos shift) {
+    if (shift != 0) {
+        move_positions(seq_id, p0, p1, [shift](llama_pos p) { return p + shift; }, 1, "shifting");
+    }
+}
+
 void llama_tq_memory::seq_div(llama_seq_id seq_id, llama_pos p0, llama_pos p1, int d) {
-    GGML_UNUSED(p0);
-    GGML_UNUSED(p1);
-    if (d != 1) {
-        LLAMA_LOG_ERROR("%s: tq KV cache: dividing positions (self-extend) is not supported; sequence %d left as it "
-                        "was\n", __func__, seq_id);
+    if (d > 1) {
+        // As llama.cpp's cells: position p becomes p / d, and the key turns by the shift
+        // llama_kv_cells::pos_div records, p - p / d: the opposite of the position's
+        // change (seq_add's keys turn by +shift).  A tq cache keeps what f16's does
+        // (docs/llama.cpp.md, "Self-extend").
+        move_positions(seq_id, p0, p1, [d](llama_pos p) { return p / d; }, -1, "dividing");
     }
 }
 

@@ -22,11 +22,13 @@
       and test-state-restore-fragmented; llama-batched with one prompt shared by 4
       sequences (-kvu) answers alike in each; llama-embedding of 3 prompts, causal and
       not, on average as close to the f16 cache's embeddings as q4_0's are (cosine).
-  llamacpp_test.py shift     --bin DIR --model GGUF --text FILE --ctx N
+  llamacpp_test.py shift     --bin DIR --model GGUF --text FILE --ctx N [--self-extend W]
       context shift: tq-shift-agreement feeds the text's first 2 N tokens through a context
       of N, shifting as llama-server's --context-shift does; tq4/tq4's top token agrees
       with the f16 cache's (doing the same shifts) at least as often as q4_0's after the
-      first shift.  llama-server --context-shift -c N generates 2 N + 88 tokens.
+      first shift.  llama-server --context-shift -c N generates 2 N + 88 tokens.  With
+      --self-extend W, also self-extend (seq_div): N tokens in a context of N, positions
+      grouped by 4 over W, the same agreement after the first W.
   llamacpp_test.py suite     --bin DIR --model GGUF --tests DIR --deps DIR
       llama.cpp's own llama-server test suite (tools/server/tests, pytest: the context
       shift, slot save, keep-only-active and speculative files, and the parallel and
@@ -444,23 +446,33 @@ def check_programs(args):
 
 # --- context shift ----------------------------------------------------------------------
 
-def check_shift(args):
-    n = int(args.ctx)
+def top_tokens_agreement(args, n_tokens, n_ctx, extra, after, what):
+    """tq-shift-agreement's top tokens for f16, q4_0 and tq4; fails unless tq4 agrees with
+    f16 from token `after` on at least as often as q4_0 does."""
     tops = {}
     for cache in ("f16", "q4_0", "tq4"):
-        cmd = [Path(args.bin) / "tq-shift-agreement", "-m", args.model, "-c", n, "-n", 2 * n, "-f", args.text,
-               "-t", THREADS, "-ctk", cache, "-ctv", cache]
+        cmd = [Path(args.bin) / "tq-shift-agreement", "-m", args.model, "-c", n_ctx, "-n", n_tokens, "-f", args.text,
+               "-t", THREADS, "-fa", "on", "-ctk", cache, "-ctv", cache, *extra]
         r = run(cmd)
         if r.returncode != 0:
             fail(f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stderr[-3000:]}")
         tops[cache] = r.stdout.split()
-    if len(tops["f16"]) != 2 * n:
-        fail(f"the text gave {len(tops['f16'])} tokens, not {2 * n}")
-    share = {c: sum(a == b for a, b in zip(tops["f16"][n:], tops[c][n:])) / n for c in ("q4_0", "tq4")}
-    print(f"same top token as f16 after the first shift (-c {n}, {n} tokens): tq4 {share['tq4']:.4f}, "
-          f"q4_0 {share['q4_0']:.4f}")
+    if len(tops["f16"]) != n_tokens:
+        fail(f"the text gave {len(tops['f16'])} tokens, not {n_tokens}")
+    share = {c: sum(a == b for a, b in zip(tops["f16"][after:], tops[c][after:])) / (n_tokens - after)
+             for c in ("q4_0", "tq4")}
+    print(f"same top token as f16 {what}: tq4 {share['tq4']:.4f}, q4_0 {share['q4_0']:.4f}")
     if share["tq4"] < share["q4_0"]:
-        fail("tq4 agrees with f16 less often than q4_0 through context shifts")
+        fail(f"tq4 agrees with f16 less often than q4_0 {what}")
+
+
+def check_shift(args):
+    n = int(args.ctx)
+    top_tokens_agreement(args, 2 * n, n, [], n, f"after the first shift (-c {n}, {n} tokens)")
+    if args.self_extend:
+        w = int(args.self_extend)
+        top_tokens_agreement(args, n, n, ["--grp-attn-n", "4", "--grp-attn-w", w], w,
+                             f"through self-extend (-c {n}, groups of 4 over {w}, {n - w} tokens)")
     with Server(args, "tq4", ["--context-shift", "-np", "1"], ctx=n) as srv:
         want = 2 * n + 88
         res = srv.complete("Once upon a time", want)
@@ -558,6 +570,7 @@ def main():
     p.add_argument("--configs", default="q8_0/q8_0,tq8/tq8,q4_0/q4_0,tq4/tq4")
     p.add_argument("--tests", help="suite: llama.cpp's tools/server/tests")
     p.add_argument("--deps", help="suite: where scripts/setup-llamacpp.sh installed its Python packages")
+    p.add_argument("--self-extend", help="shift: also self-extend, grouping positions over this width")
     p.add_argument("--absent", help="refusals: a tq cache type whose rate the build did not compile (a SmolLM2 model)")
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
