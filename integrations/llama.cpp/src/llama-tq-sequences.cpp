@@ -6,6 +6,7 @@
 #include "llama-tq-rope.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 std::vector<fa_tq_cache *> llama_tq_memory::linear_caches(sequence & s) const {
@@ -453,9 +454,11 @@ llama_pos llama_tq_memory::seq_pos_max(llama_seq_id seq_id) const {
 
 std::map<ggml_backend_buffer_type_t, size_t> llama_tq_memory::memory_breakdown() const {
     // Each cache's fixed part, and its bytes per position times the positions it may
-    // hold: a ring's size, a sequence's context, or in a pool the pool's positions
-    // once.  (probe: caches of one position, of the first sequence only.)
-    size_t bytes = 0, linear_token = 0, ring_token = 0;
+    // hold: a ring's size, a sequence's context, or in a pool the pool's positions once.
+    // A pool's caches grow: their bytes per position are all in (with the levers' block
+    // records, amortized), and their fixed parts are what they hold beyond that rate.
+    // (probe: caches of one position, of the first sequence only.)
+    double bytes = 0, linear_token = 0, ring_token = 0;
     for (const auto & s : seqs) {
         for (const fa_tq_cache * c : {s.full.get(), s.swa.get()}) {
             size_t per_token = 0, total = 0;
@@ -463,15 +466,14 @@ std::map<ggml_backend_buffer_type_t, size_t> llama_tq_memory::memory_breakdown()
                 continue;
             }
             const bool ring = has_ring && c == s.swa.get();
-            const size_t cap = probe ? 1 : ring ? size_t(ring_cap) : size_t(s.capacity);
-            bytes += (total - per_token * cap) * (probe ? n_seq_max : 1);
+            const double rate = pool > 0 && !ring ? fa_tq_cache_bytes_per_token_all_in(c) : double(per_token);
+            const double cap = probe ? 1 : ring ? ring_cap : s.capacity;
+            bytes += std::max(double(total) - rate * cap, 0.0) * (probe ? n_seq_max : 1);
             if (&s == &seqs[0]) {
-                (ring ? ring_token : linear_token) += per_token;
+                (ring ? ring_token : linear_token) += rate;
             }
         }
     }
-    bytes += linear_token * (pool > 0 ? size_t(pool) : size_t(n_ctx_seq) * n_seq_max) +
-             ring_token * size_t(ring_cap) * n_seq_max;
-    return {{ggml_backend_cpu_buffer_type(), bytes}};
+    bytes += linear_token * double(pool > 0 ? pool : n_ctx_seq * n_seq_max) + ring_token * ring_cap * n_seq_max;
+    return {{ggml_backend_cpu_buffer_type(), size_t(std::ceil(bytes))}};
 }
-
