@@ -101,7 +101,13 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
     }
     state.reset(fa_tq_init(n_embd_head, config, k_seed));
     if (state == nullptr) {
-        refuse(fa_tq_last_error());
+        // The library names its own CMake variables; libllama's kernels come from these.
+        std::string why = fa_tq_last_error();
+        const std::string library_hint = "-DTQ_HEAD_DIMS=... -DTQ_BITS=...";
+        if (const size_t at = why.find(library_hint); at != std::string::npos) {
+            why.replace(at, library_hint.size(), "-DTQ_LLAMACPP_HEAD_DIMS=... -DTQ_LLAMACPP_BITS=...");
+        }
+        refuse(why);
     }
     int n_full = 0, n_ring = 0;
     for (int il = 0; il < n_layer; ++il) {

@@ -563,6 +563,7 @@ def check_refusals(args):
         rate = args.absent.removeprefix("tq")
         cases.append(([b / "llama-perplexity", *m, "-f", args.model, "-ctk", args.absent, "-ctv", args.absent],
                       f"no kernels for head_dim 64, key_bits {rate}, value_bits {rate}"))
+        cases.append((cases[-1][0], "reconfigure with -DTQ_LLAMACPP_HEAD_DIMS=... -DTQ_LLAMACPP_BITS=..."))
     bad_env = {"LLAMA_TQ_ARITHMETIC": "int4"}
     cases.append(([b / "llama-perplexity", *m, "-f", args.model, "-ctk", "tq4", "-ctv", "tq4"],
                   "LLAMA_TQ_ARITHMETIC is 'int4', not float or int8", bad_env))
