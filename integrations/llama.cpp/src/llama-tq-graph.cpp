@@ -6,6 +6,8 @@
 #include "llama-hparams.h"
 #include "llama-impl.h"
 
+#include <string>
+
 namespace {
 
 // What both tq inputs carry: the memory.  They hold no tensors (the op reads the
@@ -75,11 +77,28 @@ ggml_tensor * llama_tq_build_attn(const llm_graph_context & g, llm_graph_input_i
     if (tq == nullptr) {
         return nullptr;
     }
-    // The memory admits only architectures whose attention has none of these
-    // (llama, gemma3); a new caller that passes one must not be served wrongly.
-    GGML_ASSERT(kq_b == nullptr && sinks == nullptr && v_mla == nullptr && "tq KV cache: unsupported attention input");
-    GGML_ASSERT(k_cur != nullptr && v_cur != nullptr && !g.cparams.training && "tq KV cache: layer without own K/V");
-    GGML_ASSERT(kq_scale > 0.0f);
+    // What the op cannot compute as llama.cpp would: refused while the graph is built.
+    // The context reserves its graphs when it is created, so a model that passes one of
+    // these is refused there, with one line (llama_init_from_model catches the throw).
+    if (kq_b != nullptr) {
+        llama_tq_memory::refuse("attention scores with a position bias (kq_b) are not supported");
+    }
+    if (sinks != nullptr) {
+        llama_tq_memory::refuse("learned attention sinks are not supported");
+    }
+    if (v_mla != nullptr) {
+        llama_tq_memory::refuse("multi-head latent attention (MLA) is not supported");
+    }
+    if (k_cur == nullptr || v_cur == nullptr) {
+        llama_tq_memory::refuse("layers that reuse another layer's keys and values are not supported");
+    }
+    if (g.cparams.training) {
+        llama_tq_memory::refuse("training (llama_opt_init) is not supported: the tq attention has no backward pass; "
+                                "use an f32 cache");
+    }
+    if (!(kq_scale > 0.0f)) {
+        llama_tq_memory::refuse("a softmax scale of " + std::to_string(kq_scale) + " is not supported");
+    }
 
     ggml_context * ctx0 = g.ctx0;
     ggml_tensor * args[3] = {f32_contiguous(ctx0, q_cur), f32_contiguous(ctx0, k_cur), f32_contiguous(ctx0, v_cur)};

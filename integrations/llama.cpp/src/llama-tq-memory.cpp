@@ -7,6 +7,11 @@
 #include "llama-cparams.h"
 #include "llama-impl.h"
 #include "llama-io.h"
+#include "llama-kv-cache-iswa.h"
+#include "llama-kv-cache.h"
+#include "llama-memory-hybrid-iswa.h"
+#include "llama-memory-hybrid.h"
+#include "llama-memory-recurrent.h"
 #include "llama-model.h"
 
 #include <algorithm>
@@ -15,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <typeinfo>
 
 namespace {
 
@@ -53,15 +59,21 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
         refuse(std::string("K and V must both be tq types (K ") + llama_tq_type_name(params.type_k) + ", V " +
                llama_tq_type_name(params.type_v) + ")");
     }
-    if (model.arch != LLM_ARCH_LLAMA && model.arch != LLM_ARCH_GEMMA3) {
-        refuse(std::string("model architecture '") + llm_arch_name(model.arch) +
-               "' is not supported (llama and gemma3 are)");
-    }
     if (params.ctx_type != LLAMA_CONTEXT_TYPE_DEFAULT || params.mem_other != nullptr) {
         refuse("a context that shares another context's memory is not supported");
     }
-    if (hp.use_alibi || hp.attn_soft_cap || hp.n_pos_per_embd() > 1) {
-        refuse("only attention without ALiBi, logit soft-capping or multi-axis positions is supported");
+    if (!cparams.flash_attn) {  // llama_tq_check_params turned it on; llama.cpp turned it off again
+        refuse("llama.cpp turns flash attention off for this model (its attention differs from flash attention's: "
+               "Grok's capped scores), and the tq cache attends as flash attention does");
+    }
+    if (hp.use_alibi) {
+        refuse("ALiBi position biases are not supported");
+    }
+    if (hp.attn_soft_cap) {
+        refuse("soft-capping of the attention scores is not supported");
+    }
+    if (hp.n_pos_per_embd() > 1) {
+        refuse("positions of several axes per token (M-RoPE) are not supported");
     }
     if (hp.swa_type != LLAMA_SWA_TYPE_NONE && hp.swa_type != LLAMA_SWA_TYPE_STANDARD) {
         refuse("only the standard sliding window is supported");
@@ -401,6 +413,43 @@ bool llama_tq_memory::take_status() {
 
 llama_memory_i * llama_tq_memory_create(const llama_model & model, const llama_memory_params & params,
                                         const llama_cparams & cparams) {
+    // The tq memory takes the place of llama.cpp's plain KV cache (llama_kv_cache, or
+    // llama_kv_cache_iswa with sliding-window layers), whatever the architecture: which
+    // memory llama.cpp gives this model is asked of create_memory itself, with f16
+    // types, a context of at most 256 positions and its log silenced (what is
+    // allocated is freed at once).  A model with no KV memory gets none, as with any
+    // cache type; any other memory is refused with its kind.
+    llama_memory_params f16 = params;
+    f16.type_k = f16.type_v = GGML_TYPE_F16;
+    llama_cparams small = cparams;
+    small.n_ctx = std::min(cparams.n_ctx, 256u);
+    small.n_ctx_seq = std::min(cparams.n_ctx_seq, small.n_ctx);
+    ggml_log_callback log_cb = nullptr;
+    void * log_data = nullptr;
+    llama_log_get(&log_cb, &log_data);
+    llama_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+    std::unique_ptr<llama_memory_i> plain;
+    try {
+        plain.reset(model.create_memory(f16, small));
+    } catch (...) {
+        llama_log_set(log_cb, log_data);
+        throw;
+    }
+    llama_log_set(log_cb, log_data);
+    if (plain == nullptr) {
+        return nullptr;
+    }
+    const llama_memory_i & m = *plain;
+    if (typeid(m) != typeid(llama_kv_cache) && typeid(m) != typeid(llama_kv_cache_iswa)) {
+        const std::string kind = dynamic_cast<const llama_memory_recurrent *>(&m) ? "recurrent state"
+                                 : dynamic_cast<const llama_memory_hybrid *>(&m) ||
+                                           dynamic_cast<const llama_memory_hybrid_iswa *>(&m)
+                                     ? "attention and recurrent layers (a hybrid memory)"
+                                     : "a KV cache of its own";
+        llama_tq_memory::refuse(std::string("architecture '") + llm_arch_name(model.arch) + "' keeps " + kind +
+                                ", not llama.cpp's plain KV cache, which the tq cache replaces");
+    }
+    plain.reset();
     return new llama_tq_memory(model, params, cparams);
 }
 

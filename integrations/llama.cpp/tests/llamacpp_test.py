@@ -36,6 +36,12 @@
       shift, slot save, keep-only-active and speculative files, and the parallel and
       prompt-cache tests of the completion and chat completion files) on the model, once with q4_0/q4_0 and once with tq4/tq4: every test that
       passes with q4_0 passes with tq4, but for those on SAMPLED_TEXT below.
+  llamacpp_test.py archs     --bin DIR --model GGUF
+      llama.cpp's random model of every architecture (test-llama-archs -o; the model
+      given is not used) through tq-archs-agreement with q8_0, q4_0, tq8 and tq4: tq8 and
+      tq4 each serve a model, with a mean KL from f16's logits within 3x q8_0's (tq8)
+      and 20x q4_0's (tq4), or refuse it with the tq line; never a crash, and never a
+      failure where q4_0 serves.
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
       clear line and a non-zero exit.
@@ -546,6 +552,73 @@ def check_suite(args):
         fail(f"tests that pass with q4_0 fail with tq4: {unexplained}")
 
 
+# --- archs ---------------------------------------------------------------------------
+
+ARCH_TYPES = ["q8_0", "q4_0", "tq8", "tq4"]
+
+
+def arch_outcomes(args):
+    """{model: {type: (status, detail)}} for llama.cpp's random model of every
+    architecture (test-llama-archs -o), each through tq-archs-agreement."""
+    results = {}
+    with tempfile.TemporaryDirectory() as models:
+        r = run([Path(args.bin) / "test-llama-archs", "-o", models, "-s", "42"], timeout=600)
+        if r.returncode != 0:
+            fail(f"test-llama-archs -o exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+        for gguf in sorted(Path(models).glob("*.gguf")):
+            cmd = [Path(args.bin) / "tq-archs-agreement", gguf, *ARCH_TYPES]
+            try:
+                r = run(cmd, timeout=300)
+                lines, crash = r.stdout.splitlines(), None
+                if r.returncode != 0:
+                    crash = f"exit {r.returncode}: {r.stderr[-300:]}"
+            except subprocess.TimeoutExpired:
+                lines, crash = [], "timed out"
+            got = {}
+            for line in lines:
+                name, state, detail = (line.split(" ", 2) + ["", ""])[:3]
+                got[name] = (state, detail.strip())
+            for t in ARCH_TYPES if crash else []:  # no line for the types after the crash
+                got.setdefault(t, ("crashed", crash))
+            results[gguf.stem] = got
+    return results
+
+
+def check_archs(args):
+    results = arch_outcomes(args)
+    bad, rows = [], []
+    for model, got in results.items():
+        if "f16" in got or "model" in got:  # llama.cpp itself cannot run it: nothing to compare
+            rows.append((model, "f16 " + " ".join(got.get("f16", got.get("model")))))
+            continue
+        q4 = got.get("q4_0", ("missing", ""))
+        for t in ("tq8", "tq4"):
+            state, detail = got.get(t, ("missing", ""))
+            if state == "refused" and "tq KV cache: " not in detail:
+                bad.append(f"{model} {t}: refused without the tq line: {detail}")
+            elif state in ("crashed", "missing", "failed") and q4[0] == "ok":
+                bad.append(f"{model} {t}: {state} {detail}")
+            elif state == "ok":
+                kl = float(detail.split()[0])
+                ref = float(got["q8_0" if t == "tq8" else "q4_0"][1].split()[0]) if got.get(
+                    "q8_0" if t == "tq8" else "q4_0", ("",))[0] == "ok" else None
+                # A check of the attention, not of fidelity (random weights: near-uniform
+                # logits, keys without the structure the levers use): tq8 within 3x
+                # q8_0's KL (measured a median of 1.09x, at most 2.09x), tq4 within 10x
+                # q4_0's (median 2.65x, at most 5.26x; docs/llama.cpp.md, "Every architecture").
+                factor, floor = (3, 1e-8) if t == "tq8" else (10, 1e-6)
+                if ref is not None and kl > max(factor * ref, floor):
+                    bad.append(f"{model} {t}: mean KL {kl:.3g} against {ref:.3g}")
+        rows.append((model, " | ".join(f"{t} {' '.join(got.get(t, ('missing', '')))}" for t in ARCH_TYPES)))
+    for model, row in rows:
+        print(f"{model}: {row}")
+    served = sum(1 for g in results.values() if g.get("tq4", ("",))[0] == "ok")
+    refused = sum(1 for g in results.values() if g.get("tq4", ("",))[0] == "refused")
+    print(f"{len(results)} random models: tq4 serves {served}, refuses {refused} with its line")
+    if bad:
+        fail("\n".join(bad))
+
+
 # --- refusals -------------------------------------------------------------------------
 
 def check_refusals(args):
@@ -578,7 +651,7 @@ def check_refusals(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "shift", "suite", "refusals",
-                                    "table"])
+                                    "archs", "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
@@ -592,6 +665,7 @@ def main():
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
      "programs": check_programs, "shift": check_shift, "suite": check_suite, "refusals": check_refusals,
+     "archs": check_archs,
      "table": table}[args.what](args)
     print("PASS")
 
