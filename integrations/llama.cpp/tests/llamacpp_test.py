@@ -36,6 +36,12 @@
       shift, slot save, keep-only-active and speculative files, and the parallel and
       prompt-cache tests of the completion and chat completion files) on the model, once with q4_0/q4_0 and once with tq4/tq4: every test that
       passes with q4_0 passes with tq4, but for those on SAMPLED_TEXT below.
+  llamacpp_test.py python    --bin DIR --model GGUF --text FILE --deps DIR
+      llama-cpp-python's wheel on this build (scripts/build-python-wheel.sh), installed
+      with its dependencies (the wheels in DIR) into a fresh virtual environment: there,
+      greedy generation with tq8 equals f16's (or parts at a near-tie), tq4's logits over
+      the text's first 256 tokens are closer to f16's (mean KL) than q4_0's, and a mixed
+      K/V context raises turboquant.ContextRefused with the tq line.
   llamacpp_test.py archs     --bin DIR --model GGUF
       llama.cpp's random model of every architecture (test-llama-archs -o; the model
       given is not used) through tq-archs-agreement with q8_0, q4_0, tq8 and tq4: tq8 and
@@ -619,6 +625,108 @@ def check_archs(args):
         fail("\n".join(bad))
 
 
+# --- python --------------------------------------------------------------------------
+
+# Run by the virtual environment's Python: argv = model, text.  Prints one JSON line.
+PYTHON_CHECKS = r"""
+import json, sys
+import numpy as np
+import llama_cpp
+from llama_cpp import turboquant
+
+model, text = sys.argv[1], open(sys.argv[2], errors="replace").read()[:4000]
+
+def make(cache):
+    kw = dict(n_ctx=512, n_threads=2, n_batch=512, logits_all=True, verbose=False, seed=1)
+    if cache == "f16":
+        return llama_cpp.Llama(model, flash_attn=True, **kw)
+    if cache == "q4_0":
+        return llama_cpp.Llama(model, flash_attn=True, type_k=llama_cpp.GGML_TYPE_Q4_0,
+                               type_v=llama_cpp.GGML_TYPE_Q4_0, **kw)
+    return turboquant.Llama(model, cache=cache, **kw)
+
+def greedy(llm, n=32):
+    llm.reset()
+    out = llm.create_completion("Once upon a time", max_tokens=n, temperature=0.0, logprobs=2)
+    return out["choices"][0]["logprobs"]
+
+def prompt_logits(llm):
+    tokens = llm.tokenize(text.encode())[:256]
+    llm.reset()
+    llm.eval(tokens)
+    return np.array(llm.scores[:len(tokens)], dtype=np.float64)
+
+def mean_kl(p_logits, q_logits):
+    def logsoftmax(x):
+        x = x - x.max(axis=1, keepdims=True)
+        return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+    lp, lq = logsoftmax(p_logits), logsoftmax(q_logits)
+    return float((np.exp(lp) * (lp - lq)).sum(axis=1).mean())
+
+result = {}
+f16 = make("f16")
+ref_greedy, ref_logits = greedy(f16), prompt_logits(f16)
+del f16
+tq8 = make("tq8")
+got = greedy(tq8)
+del tq8
+diff = next((i for i, (a, b) in enumerate(zip(ref_greedy["tokens"], got["tokens"])) if a != b), None)
+result["tq8_first_difference"] = diff
+if diff is not None:  # f16's two best tokens there, as probabilities
+    top = sorted(ref_greedy["top_logprobs"][diff].values(), reverse=True)
+    result["tq8_gap"] = float(np.exp(top[0]) - np.exp(top[1])) if len(top) > 1 else 1.0
+for cache in ("q4_0", "tq4"):
+    llm = make(cache)
+    result[cache + "_kl"] = mean_kl(ref_logits, prompt_logits(llm))
+    del llm
+try:
+    turboquant.Llama(model, cache="tq4", cache_v=llama_cpp.GGML_TYPE_F16, n_ctx=256, verbose=False)
+    result["mixed"] = "made a context"
+except turboquant.ContextRefused as e:
+    result["mixed"] = str(e)
+result["types"] = [turboquant.cache_type(n) for n in turboquant.NAMES]
+print(json.dumps(result))
+"""
+
+
+def check_python(args):
+    root = Path(__file__).resolve().parents[3]
+    build = Path(args.bin).parent
+    with tempfile.TemporaryDirectory() as work:
+        r = run([root / "scripts" / "build-python-wheel.sh", build, Path(work) / "dist"], timeout=600)
+        if r.returncode != 0:
+            fail(f"scripts/build-python-wheel.sh failed:\n{r.stderr[-3000:]}")
+        wheel = r.stdout.strip().splitlines()[-1]
+        venv = Path(work) / "venv"
+        py = venv / "bin" / "python"
+        for cmd in ([sys.executable, "-m", "venv", venv],
+                    [py, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--find-links",
+                     Path(args.deps), "-r", root / "scripts" / "python-wheel-runtime-requirements.txt"],
+                    [py, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", wheel]):
+            r = run(cmd, timeout=600)
+            if r.returncode != 0:
+                fail(f"{' '.join(map(str, cmd))}:\n{(r.stdout + r.stderr)[-3000:]}")
+        # From a directory of its own: the package is the installed wheel's, libraries and all.
+        r = run([py, "-c", PYTHON_CHECKS, args.model, args.text], timeout=900)
+        if r.returncode != 0:
+            fail(f"the checks in the wheel's environment failed:\n{(r.stdout + r.stderr)[-3000:]}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+    print(f"wheel {Path(wheel).name}: tq types {res['types']}")
+    diff = res["tq8_first_difference"]
+    if diff is None:
+        print("tq8: 32 greedy tokens equal f16's")
+    elif res["tq8_gap"] < NEAR_TIE:
+        print(f"tq8: greedy tokens equal f16's up to token {diff}, a near-tie ({res['tq8_gap']:.3f} apart)")
+    else:
+        fail(f"tq8's greedy tokens part from f16's at token {diff}, {res['tq8_gap']:.3f} apart")
+    print(f"mean KL over the prompt against f16: tq4 {res['tq4_kl']:.5f}, q4_0 {res['q4_0_kl']:.5f}")
+    if not res["tq4_kl"] < res["q4_0_kl"]:
+        fail("tq4's logits are no closer to f16's than q4_0's")
+    if "K and V must both be tq types" not in res["mixed"]:
+        fail(f"a mixed K/V context: {res['mixed']}")
+    print(f"mixed K/V refused: {res['mixed']}")
+
+
 # --- refusals -------------------------------------------------------------------------
 
 def check_refusals(args):
@@ -651,7 +759,7 @@ def check_refusals(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("what", choices=["kl", "generate", "server", "defaults", "programs", "shift", "suite", "refusals",
-                                    "archs", "table"])
+                                    "archs", "python", "table"])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--text")
@@ -665,7 +773,7 @@ def main():
     args = p.parse_args()
     {"kl": check_kl, "generate": check_generate, "server": check_server, "defaults": check_defaults,
      "programs": check_programs, "shift": check_shift, "suite": check_suite, "refusals": check_refusals,
-     "archs": check_archs,
+     "archs": check_archs, "python": check_python,
      "table": table}[args.what](args)
     print("PASS")
 
