@@ -606,8 +606,8 @@ def check_archs(args):
                 bad.append(f"{model} {t}: {state} {detail}")
             elif state == "ok":
                 kl = float(detail.split()[0])
-                ref = float(got["q8_0" if t == "tq8" else "q4_0"][1].split()[0]) if got.get(
-                    "q8_0" if t == "tq8" else "q4_0", ("",))[0] == "ok" else None
+                ref_state, ref_detail = got.get("q8_0" if t == "tq8" else "q4_0", ("missing", ""))
+                ref = float(ref_detail.split()[0]) if ref_state == "ok" else None
                 # A check of the attention, not of fidelity (random weights: near-uniform
                 # logits, keys without the structure the levers use): tq8 within 3x
                 # q8_0's KL (measured a median of 1.09x, at most 2.09x), tq4 within 10x
