@@ -67,8 +67,29 @@ struct ChunkAttention {
     Softmax softmax;   // softmax_for(the kernels' ISA), resolved once per call
     AttendOps ops;     // attend_ops_for(the kernels' ISA)
     bool masked = false;  // some slots of [0, n) are not visible (a window): they score -FLT_MAX, weight 0
+    Shaping shaping{};    // the call's options (softcap, ALiBi, sinks)
+    long query_pos = 0;   // a decode call's query position (a prefill row's is pos + its token)
 
     PieceRanges candidates(std::size_t c0, std::size_t c1) const { return pieces_meeting(pieces, wrap, c0, c1); }
+
+    // Query head h's scores (at query position qpos) of piece pc's slots [s0, s1),
+    // row[0] for slot s0: capped, then ALiBi's bias for each key's distance.
+    void shape(float* row, int h, long qpos, const Piece& pc, std::size_t s0, std::size_t s1) const {
+        const float cap = shaping.softcap, slope = shaping.slopes ? shaping.slopes[h] : 0.0f;
+        const long p0 = pc.pos_begin + long(s0 - pc.slot_begin);
+        for (std::size_t t = 0; t < s1 - s0; ++t) {
+            float x = row[t];
+            if (cap > 0) x = cap * std::tanh(x / cap);
+            if (slope != 0) x -= slope * float(qpos - (p0 + long(t)));
+            row[t] = x;
+        }
+    }
+
+    // What query head h's output keeps with a learned sink: sum / (sum + exp(sink - max))
+    // for its softmax's max and sum (1 without sinks).
+    double sink_share(int h, float max, double sum) const {
+        return shaping.sinks ? sum / (sum + std::exp(double(shaping.sinks[h]) - double(max))) : 1.0;
+    }
 
     // The exact vector of slot `slot` of a sink piece.
     const float* sink(const fa_tq_stream& s, int kv_head, const Piece& pc, std::size_t slot) const {
@@ -149,6 +170,12 @@ struct ChunkAttention {
                 }
             }
         }
+        if (shaping.shapes_scores())
+            for (auto [b, e] : runs)
+                for (std::size_t ip = b; ip < e; ++ip)
+                    if (span(pieces[ip], s0, s1))
+                        for (int j = 0; j < group; ++j)
+                            shape(scores + j * len + (s0 - c0), h0 + j, query_pos, pieces[ip], s0, s1);
         // Each head's softmax, its weights normalized (summing to 1: the accumulator
         // stays within the values' magnitude).
         for (int j = 0; j < group; ++j) {
@@ -252,7 +279,8 @@ struct DecodeJob {
         const double* e = extra + std::size_t(h) * chunks.count * d;
         if (chunks.count == 1) {
             kern.unrotate(attend.state->signs.data(), a, out);
-            for (int i = 0; i < d; ++i) out[i] += float(e[i]);
+            const float share = float(attend.sink_share(h, p[0].max, p[0].sum));
+            for (int i = 0; i < d; ++i) out[i] = (out[i] + float(e[i])) * share;
             return;
         }
         float m = p[0].max;
@@ -269,7 +297,8 @@ struct DecodeJob {
         }
         for (int i = 0; i < d; ++i) merged[i] = float(merged_extra[i]);
         kern.unrotate(attend.state->signs.data(), merged, out);
-        for (int i = 0; i < d; ++i) out[i] += float(merged_extra[d + i]);
+        const float share = float(attend.sink_share(h, m, total));
+        for (int i = 0; i < d; ++i) out[i] = (out[i] + float(merged_extra[d + i])) * share;
     }
 };
 
@@ -475,6 +504,18 @@ struct PrefillJob {
                     }
                 }
             flush_keys(dense_keys);
+            if (at.shaping.shapes_scores())
+                for (auto [b, e] : runs)
+                    for (std::size_t ip = b; ip < e; ++ip) {
+                        if (!span(at.pieces[ip])) continue;
+                        for (std::size_t r = r0; r < rows; ++r) {
+                            const long qpos = long(pos) + i0 + long(r / group);  // slots past it: no weight
+                            const std::size_t t1 = std::min(s1, std::size_t(qpos + 1));
+                            if (t1 > s0)
+                                at.shape(sc + r * kSpan + (s0 - c0), g * group + int(r % group), qpos, at.pieces[ip],
+                                         s0, t1);
+                        }
+                    }
             // Each row's softmax over the slots its token sees, folded into its running state.
             for (std::size_t r = r0; r < rows; ++r) {
                 const int i = i0 + int(r / group);
@@ -543,7 +584,9 @@ struct PrefillJob {
                 std::copy(acc + (base + r) * d, acc + (base + r + 1) * d, o);
             else
                 kern.unrotate(at.state->signs.data(), acc + (base + r) * d, o);
-            for (int j = 0; j < d; ++j) o[j] += float(extra[(base + r) * d + j]);
+            const Partial& run = running[base + r];
+            const float share = float(at.sink_share(g * group + int(r % group), run.max, run.sum));
+            for (int j = 0; j < d; ++j) o[j] = (o[j] + float(extra[(base + r) * d + j])) * share;
         }
     }
 };
@@ -615,7 +658,7 @@ int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& 
 }
 
 void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
-                   const float* q, int n_q_heads, float scale, float* out) {
+                   const float* q, int n_q_heads, float scale, const Shaping& shaping, float* out) {
     const int kv_heads = cache->num_heads, d = state->head_dim;
     const std::size_t n = static_cast<std::size_t>(std::min(pos + 1, cache->max_seq_len));
     Scratch& s = scratch;
@@ -623,7 +666,7 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
     rotate_queries(state, q, std::size_t(n_q_heads), scale, s.q_rot.data());
     const ChunkAttention attend{state, cache, lay, s.pieces, q, s.q_rot.data(), scale, n_q_heads / kv_heads,
                                 chunks.wrap, softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa),
-                                cache->first_visible(lay, pos) > long(pos) + 1 - long(n)};
+                                cache->first_visible(lay, pos) > long(pos) + 1 - long(n), shaping, long(pos)};
     const DecodeJob job{attend,
                         lay.keys,
                         lay.values,
@@ -668,7 +711,7 @@ int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer&
 }
 
 void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
-                    int n_tokens, const float* q, int n_q_heads, float scale, float* out) {
+                    int n_tokens, const float* q, int n_q_heads, float scale, const Shaping& shaping, float* out) {
     const int kv_heads = cache->num_heads, d = state->head_dim, group = n_q_heads / kv_heads;
     const std::size_t n = std::size_t(pos) + std::size_t(n_tokens);
     const std::size_t tile_tokens = PrefillJob::tokens_per_tile(group);
@@ -684,7 +727,7 @@ void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa
     // Linear (or a ring not yet wrapped): slot = position, and every stream holds max_seq_len slots per head.
     const std::size_t stride = std::size_t(cache->max_seq_len);
     const ChunkAttention attend{state, cache, lay, s.pieces, nullptr, nullptr, scale, group, s.pieces.size(),
-                                softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa)};
+                                softmax_for(state->kernels->isa), attend_ops_for(state->kernels->isa), false, shaping};
     const float* ks = widen_all(attend, lay.keys, f16, n, s.key_scales.data());
     const float* vs = widen_all(attend, lay.values, f16, n, s.value_scales.data());
     const PrefillJob job{attend, pos, n_tokens, n_q_heads, d, q, s.q_rot.data(), ks, vs, f16 ? n : stride,

@@ -10,6 +10,14 @@
 
 namespace tq::detail {
 
+// What a call's fa_tq_attend_options add to plain attention, checked.
+struct Shaping {
+    float softcap = 0;              // > 0: s = softcap tanh(s / softcap)
+    const float* slopes = nullptr;  // [n_q_heads] or null: s -= slope (query position - key position)
+    const float* sinks = nullptr;   // [n_q_heads] or null: one more logit per softmax, with no value
+    bool shapes_scores() const { return softcap > 0 || slopes != nullptr; }
+};
+
 // Refuses a query whose scores could overflow or turn NaN (TQ_ERROR_RANGE): key is
 // this token's encoded key, k its input; q the n_q_heads query heads.
 int check_score_range(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, const EncodedToken& key,
@@ -22,7 +30,7 @@ void learn_queries(fa_tq_layer& lay, const float* q, int n_q_heads, int kv_heads
 // written; out[n_q_heads * d].
 int reserve_decode(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_q_heads);
 void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
-                   const float* q, int n_q_heads, float scale, float* out);
+                   const float* q, int n_q_heads, float scale, const Shaping& shaping, float* out);
 
 // Prefill: query token i (q, out: [n_tokens][n_q_heads][d]) attends over positions
 // 0..pos+i, all written and visible, with slot = position (a linear cache, or a ring
@@ -30,6 +38,6 @@ void attend_decode(const fa_tq_state* state, const fa_tq_cache* cache, const fa_
 int reserve_prefill(const char* fn, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos, int n_tokens,
                     int n_q_heads);
 void attend_prefill(const fa_tq_state* state, const fa_tq_cache* cache, const fa_tq_layer& lay, int pos,
-                    int n_tokens, const float* q, int n_q_heads, float scale, float* out);
+                    int n_tokens, const float* q, int n_q_heads, float scale, const Shaping& shaping, float* out);
 
 }  // namespace tq::detail

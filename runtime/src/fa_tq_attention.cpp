@@ -17,11 +17,15 @@ using namespace tq::detail;
 
 namespace {
 
+int check_shaping(const char* fn, const fa_tq_attend_options& opt, int n_q_heads, long last);
+
 // What both entry points check before anything is written: the state, the cache and
 // the layer, the buffers, the heads, softmax_scale, and positions pos..pos+n_tokens-1
 // as writes in order (a ring: from its newest position on).
 int check_call(const char* fn, const fa_tq_state* state, const fa_tq_cache* cache, int layer, int pos, int n_tokens,
-               const float* q, int n_q_heads, const float* k, const float* v, float softmax_scale, const float* out) {
+               const float* q, int n_q_heads, const float* k, const float* v, const fa_tq_attend_options& opt,
+               const float* out) {
+    const float softmax_scale = opt.softmax_scale;
     if (int rc = check_layer_state(fn, state, cache, layer)) return rc;
     if (int rc = check_not_null(fn, q, "q")) return rc;
     if (int rc = check_not_null(fn, k, "k")) return rc;
@@ -54,7 +58,25 @@ int check_call(const char* fn, const fa_tq_state* state, const fa_tq_cache* cach
     if (q_floats / std::size_t(n_tokens) / std::size_t(d) != std::size_t(n_q_heads))
         return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(n_tokens) + " tokens x " +
                                                    std::to_string(n_q_heads) + " query heads is too many for one call");
-    return check_finite(fn, q, q_floats, "q");
+    if (int rc = check_finite(fn, q, q_floats, "q")) return rc;
+    return check_shaping(fn, opt, n_q_heads, last);
+}
+
+// The options' own checks: a finite softcap >= 0, finite arrays, and ALiBi's biases
+// within float's reach at the farthest distance (the last position).
+int check_shaping(const char* fn, const fa_tq_attend_options& opt, int n_q_heads, long last) {
+    if (!std::isfinite(opt.softcap) || opt.softcap < 0)
+        return fail(TQ_ERROR_INVALID_ARGUMENT, std::string(fn) + ": softcap must be finite and >= 0 (0: none)");
+    if (opt.sinks)
+        if (int rc = check_finite(fn, opt.sinks, std::size_t(n_q_heads), "sinks")) return rc;
+    if (opt.alibi_slopes) {
+        if (int rc = check_finite(fn, opt.alibi_slopes, std::size_t(n_q_heads), "alibi_slopes")) return rc;
+        for (int h = 0; h < n_q_heads; ++h)
+            if (double(std::abs(opt.alibi_slopes[h])) * double(last) > 1e37)
+                return fail(TQ_ERROR_RANGE, std::string(fn) + ": alibi_slopes[" + std::to_string(h) + "] x " +
+                                                std::to_string(last) + " positions is beyond what float scores hold");
+    }
+    return FA_TQ_OK;
 }
 
 // Writes one token's key and value at pos (after checking that its query's scores
@@ -76,32 +98,30 @@ float resolved_scale(float softmax_scale, int d) {
     return softmax_scale > 0 ? softmax_scale : static_cast<float>(1 / std::sqrt(double(d)));
 }
 
-}  // namespace
+Shaping shaping_of(const fa_tq_attend_options& opt) { return {opt.softcap, opt.alibi_slopes, opt.sinks}; }
 
-extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
-                               int n_q_heads, const float* k, const float* v, float softmax_scale, float* out) {
-    constexpr const char* fn = "fa_tq_attention";
+int attention(const char* fn, const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
+              int n_q_heads, const float* k, const float* v, const fa_tq_attend_options& opt, float* out) {
     return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
-        if (int rc = check_call(fn, state, cache, layer, pos, 1, q, n_q_heads, k, v, softmax_scale, out)) return rc;
+        if (int rc = check_call(fn, state, cache, layer, pos, 1, q, n_q_heads, k, v, opt, out)) return rc;
         const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
-        const float scale = resolved_scale(softmax_scale, state->head_dim);
+        const float scale = resolved_scale(opt.softmax_scale, state->head_dim);
         if (int rc = reserve_decode(fn, cache, lay, pos, n_q_heads)) return rc;
         if (int rc = write_token(fn, state, cache, layer, pos, q, n_q_heads, k, v, scale)) return rc;
-        attend_decode(state, cache, lay, pos, q, n_q_heads, scale, out);
+        attend_decode(state, cache, lay, pos, q, n_q_heads, scale, shaping_of(opt), out);
         return FA_TQ_OK;
     });
 }
 
-extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, int n_tokens,
-                                     const float* q, int n_q_heads, const float* k, const float* v,
-                                     float softmax_scale, float* out) {
-    constexpr const char* fn = "fa_tq_attention_batch";
+int attention_batch(const char* fn, const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, int n_tokens,
+                    const float* q, int n_q_heads, const float* k, const float* v, const fa_tq_attend_options& opt,
+                    float* out) {
     return guard(fn, int(TQ_ERROR_OUT_OF_MEMORY), [&]() -> int {
-        if (int rc = check_call(fn, state, cache, layer, pos, n_tokens, q, n_q_heads, k, v, softmax_scale, out))
-            return rc;
+        if (int rc = check_call(fn, state, cache, layer, pos, n_tokens, q, n_q_heads, k, v, opt, out)) return rc;
         const fa_tq_layer& lay = cache->layers[std::size_t(layer)];
         const int d = state->head_dim;
-        const float scale = resolved_scale(softmax_scale, d);
+        const float scale = resolved_scale(opt.softmax_scale, d);
+        const Shaping shaping = shaping_of(opt);
         const std::size_t q_row = std::size_t(n_q_heads) * d, kv_row = std::size_t(cache->num_heads) * d;
         // Where a query does not see from position 0 (a window, a ring that wraps within
         // the call and overwrites positions its earlier queries see, what a truncate
@@ -127,12 +147,41 @@ extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cach
                 undo.restore(cache);
                 return rc;
             }
-            if (wraps) attend_decode(state, cache, lay, pos + i, qi, n_q_heads, scale, &wrapped_out[i * q_row]);
+            if (wraps) attend_decode(state, cache, lay, pos + i, qi, n_q_heads, scale, shaping, &wrapped_out[i * q_row]);
         }
         if (wraps)
             std::memcpy(out, wrapped_out.data(), wrapped_out.size() * sizeof(float));
         else
-            attend_prefill(state, cache, lay, pos, n_tokens, q, n_q_heads, scale, out);
+            attend_prefill(state, cache, lay, pos, n_tokens, q, n_q_heads, scale, shaping, out);
         return FA_TQ_OK;
     });
+}
+
+}  // namespace
+
+extern "C" int fa_tq_attention(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
+                               int n_q_heads, const float* k, const float* v, float softmax_scale, float* out) {
+    return attention("fa_tq_attention", state, cache, layer, pos, q, n_q_heads, k, v,
+                     fa_tq_attend_options{softmax_scale, 0, nullptr, nullptr}, out);
+}
+
+extern "C" int fa_tq_attention_ex(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
+                                  int n_q_heads, const float* k, const float* v, const fa_tq_attend_options* options,
+                                  float* out) {
+    return attention("fa_tq_attention_ex", state, cache, layer, pos, q, n_q_heads, k, v,
+                     options ? *options : fa_tq_attend_options{}, out);
+}
+
+extern "C" int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, int n_tokens,
+                                     const float* q, int n_q_heads, const float* k, const float* v,
+                                     float softmax_scale, float* out) {
+    return attention_batch("fa_tq_attention_batch", state, cache, layer, pos, n_tokens, q, n_q_heads, k, v,
+                           fa_tq_attend_options{softmax_scale, 0, nullptr, nullptr}, out);
+}
+
+extern "C" int fa_tq_attention_batch_ex(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos,
+                                        int n_tokens, const float* q, int n_q_heads, const float* k, const float* v,
+                                        const fa_tq_attend_options* options, float* out) {
+    return attention_batch("fa_tq_attention_batch_ex", state, cache, layer, pos, n_tokens, q, n_q_heads, k, v,
+                           options ? *options : fa_tq_attend_options{}, out);
 }

@@ -65,19 +65,8 @@ void KVCache::dequantize(int layer, int start, int count, Kind kind, std::span<f
         throw Error(static_cast<tq_status>(tq_last_status()), fa_tq_last_error());
 }
 
-void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<const float> k,
-                        std::span<const float> v, std::span<float> out, float softmax_scale) {
-    const std::size_t d = head_dim(), kv = std::size_t(num_heads_) * d;
-    check_size("k", k.size(), kv);
-    check_size("v", v.size(), kv);
-    check_size("out", out.size(), q.size());
-    if (q.size() % d != 0) check_size("q", q.size(), (q.size() / d + 1) * d);
-    check(fa_tq_attention(state(layer), cache_.get(), layer, pos, q.data(), int(q.size() / d), k.data(), v.data(),
-                          softmax_scale, out.data()));
-}
-
-void KVCache::attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
-                              std::span<const float> v, std::span<float> out, float softmax_scale) {
+int KVCache::query_heads(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                         std::span<float> out, int n_tokens) const {
     if (n_tokens < 1)
         throw Error(TQ_ERROR_INVALID_ARGUMENT, "tq::KVCache: n_tokens must be >= 1, got " + std::to_string(n_tokens));
     const std::size_t d = head_dim(), kv = std::size_t(num_heads_) * d * std::size_t(n_tokens);
@@ -86,8 +75,31 @@ void KVCache::attention_batch(int layer, int pos, int n_tokens, std::span<const 
     check_size("out", out.size(), q.size());
     const std::size_t row = d * std::size_t(n_tokens);
     if (q.size() % row != 0) check_size("q", q.size(), (q.size() / row + 1) * row);
-    check(fa_tq_attention_batch(state(layer), cache_.get(), layer, pos, n_tokens, q.data(), int(q.size() / row),
-                                k.data(), v.data(), softmax_scale, out.data()));
+    return int(q.size() / row);
+}
+
+void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<const float> k,
+                        std::span<const float> v, std::span<float> out, float softmax_scale) {
+    check(fa_tq_attention(state(layer), cache_.get(), layer, pos, q.data(), query_heads(q, k, v, out, 1), k.data(),
+                          v.data(), softmax_scale, out.data()));
+}
+
+void KVCache::attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
+                              std::span<const float> v, std::span<float> out, float softmax_scale) {
+    check(fa_tq_attention_batch(state(layer), cache_.get(), layer, pos, n_tokens, q.data(),
+                                query_heads(q, k, v, out, n_tokens), k.data(), v.data(), softmax_scale, out.data()));
+}
+
+void KVCache::attention(int layer, int pos, std::span<const float> q, std::span<const float> k,
+                        std::span<const float> v, std::span<float> out, const fa_tq_attend_options& options) {
+    check(fa_tq_attention_ex(state(layer), cache_.get(), layer, pos, q.data(), query_heads(q, k, v, out, 1), k.data(),
+                             v.data(), &options, out.data()));
+}
+
+void KVCache::attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
+                              std::span<const float> v, std::span<float> out, const fa_tq_attend_options& options) {
+    check(fa_tq_attention_batch_ex(state(layer), cache_.get(), layer, pos, n_tokens, q.data(),
+                                   query_heads(q, k, v, out, n_tokens), k.data(), v.data(), &options, out.data()));
 }
 
 void KVCache::set_threads(int n_threads) { check(fa_tq_cache_set_threads(cache_.get(), n_threads)); }

@@ -204,6 +204,35 @@ int fa_tq_attention_batch(const fa_tq_state* state, fa_tq_cache* cache, int laye
                           const float* q, int n_q_heads, const float* k, const float* v, float softmax_scale,
                           float* out);
 
+/* What some models add to attention's scores (docs/kv-cache.md, "Shaped scores"),
+ * in the order of llama.cpp's flash attention, for query head h at position pos
+ * and a key at position p (positions as this cache counts them):
+ *   s = softmax_scale <q, k>                      (softmax_scale 0: 1/sqrt(head_dim))
+ *   s = softcap tanh(s / softcap)                 (softcap > 0: Gemma 2's capped logits)
+ *   s = s - alibi_slopes[h] (pos - p)             (alibi_slopes not NULL: ALiBi)
+ *   out = sum_p exp(s_p) v_p / (sum_p exp(s_p) + exp(sinks[h]))
+ *                                                 (sinks not NULL: gpt-oss's learned sinks)
+ * Arrays hold n_q_heads floats, all finite.  A zeroed struct (or NULL options)
+ * is plain attention.  Scores stay exact in the fused path: each is shaped after
+ * the score kernel, and a sink scales the output by sum / (sum + exp(sink)) at
+ * the softmax's merge. */
+typedef struct {
+    float softmax_scale;
+    float softcap;
+    const float* alibi_slopes;
+    const float* sinks;
+} fa_tq_attend_options;
+
+/* fa_tq_attention and fa_tq_attention_batch with shaped scores; the same checks,
+ * and also: softcap finite and >= 0, the arrays finite, and |slope| x the
+ * farthest distance within 1e37 (TQ_ERROR_RANGE). */
+int fa_tq_attention_ex(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, const float* q,
+                       int n_q_heads, const float* k, const float* v, const fa_tq_attend_options* options,
+                       float* out);
+int fa_tq_attention_batch_ex(const fa_tq_state* state, fa_tq_cache* cache, int layer, int pos, int n_tokens,
+                             const float* q, int n_q_heads, const float* k, const float* v,
+                             const fa_tq_attend_options* options, float* out);
+
 /* Threads inside one attention call.  With an executor set, fa_tq_attention
  * splits its work by KV head and along the sequence (flash-decoding: chunks of
  * about FA_TQ_PARALLEL_CHUNK or more positions, each keeping its max, its sum

@@ -68,6 +68,12 @@ public:
     // q, out: n_tokens * n_q_heads * head_dim.
     void attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
                          std::span<const float> v, std::span<float> out, float softmax_scale = 0);
+    // Both with shaped scores (fa_tq_attention_ex, fa_tq_attention_batch_ex): the
+    // options' arrays hold one float per query head.
+    void attention(int layer, int pos, std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                   std::span<float> out, const fa_tq_attend_options& options);
+    void attention_batch(int layer, int pos, int n_tokens, std::span<const float> q, std::span<const float> k,
+                         std::span<const float> v, std::span<float> out, const fa_tq_attend_options& options);
     // Threads inside one attention call (fa_tq_cache_set_threads): 1 is one pass
     // on the calling thread; n > 1 the cache's own pool of n threads.
     void set_threads(int n_threads);
@@ -97,6 +103,9 @@ private:
         void operator()(fa_tq_cache* c) const noexcept { fa_tq_cache_free(c); }
     };
     const fa_tq_state* state(int layer) const;
+    // The query heads of an attention call's buffers for n_tokens tokens (throws on a size mismatch).
+    int query_heads(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                    std::span<float> out, int n_tokens) const;
     std::vector<const Quantizer*> quantizers_;  // per layer
     std::unique_ptr<fa_tq_cache, Free> cache_;
     int num_heads_;
