@@ -83,9 +83,6 @@ ggml_tensor * llama_tq_build_attn(const llm_graph_context & g, llm_graph_input_i
     if (kq_b != nullptr) {
         llama_tq_memory::refuse("attention scores with a position bias (kq_b) are not supported");
     }
-    if (sinks != nullptr) {
-        llama_tq_memory::refuse("learned attention sinks are not supported");
-    }
     if (v_mla != nullptr) {
         llama_tq_memory::refuse("multi-head latent attention (MLA) is not supported");
     }
@@ -101,13 +98,15 @@ ggml_tensor * llama_tq_build_attn(const llm_graph_context & g, llm_graph_input_i
     }
 
     ggml_context * ctx0 = g.ctx0;
-    ggml_tensor * args[3] = {f32_contiguous(ctx0, q_cur), f32_contiguous(ctx0, k_cur), f32_contiguous(ctx0, v_cur)};
+    // The sources the op reads: q, k, v and, for models that learn them, the sinks (per query head).
+    ggml_tensor * args[4] = {f32_contiguous(ctx0, q_cur), f32_contiguous(ctx0, k_cur), f32_contiguous(ctx0, v_cur),
+                             sinks != nullptr ? f32_contiguous(ctx0, sinks) : nullptr};
     llama_tq_layer_op * op = tq->mem->layer_op(il);
     op->kq_scale = kq_scale;
     op->causal = g.cparams.causal_attn;
     const int64_t n_tokens = q_cur->ne[2];
-    ggml_tensor * cur = ggml_custom_4d(ctx0, GGML_TYPE_F32, q_cur->ne[0] * q_cur->ne[1], n_tokens, 1, 1, args, 3,
-                                       attention_op, GGML_N_TASKS_MAX, op);
+    ggml_tensor * cur = ggml_custom_4d(ctx0, GGML_TYPE_F32, q_cur->ne[0] * q_cur->ne[1], n_tokens, 1, 1, args,
+                                       sinks != nullptr ? 4 : 3, attention_op, GGML_N_TASKS_MAX, op);
     g.cb(cur, "kqv_out", il);
 
     if (wo) {

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <typeinfo>
@@ -47,6 +48,18 @@ bool integer_arithmetic() {
 
 }  // namespace
 
+std::vector<float> llama_tq_alibi_slopes(int n_head, float max_bias) {
+    // ggml's: the heads up to the largest power of two n2 <= n_head take m0^(h+1),
+    // m0 = 2^(-max_bias / n2); the rest interleave between them: m1^(2(h - n2) + 1).
+    const int n2 = 1 << int(std::floor(std::log2(double(n_head))));
+    const float m0 = std::pow(2.0f, -max_bias / float(n2)), m1 = std::pow(2.0f, -(max_bias / 2.0f) / float(n2));
+    std::vector<float> slopes(static_cast<size_t>(n_head));
+    for (int h = 0; h < n_head; ++h) {
+        slopes[size_t(h)] = h < n2 ? std::pow(m0, float(h + 1)) : std::pow(m1, float(2 * (h - n2) + 1));
+    }
+    return slopes;
+}
+
 void llama_tq_memory::refuse(const std::string & why) {
     throw std::runtime_error("tq KV cache: " + why);
 }
@@ -66,24 +79,20 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
         refuse("llama.cpp turns flash attention off for this model (its attention differs from flash attention's: "
                "Grok's capped scores), and the tq cache attends as flash attention does");
     }
-    if (hp.use_alibi) {
-        refuse("ALiBi position biases are not supported");
-    }
-    if (hp.attn_soft_cap) {
-        refuse("soft-capping of the attention scores is not supported");
-    }
-    if (hp.n_pos_per_embd() > 1) {
-        refuse("positions of several axes per token (M-RoPE) are not supported");
-    }
     if (hp.swa_type != LLAMA_SWA_TYPE_NONE && hp.swa_type != LLAMA_SWA_TYPE_STANDARD) {
         refuse("only the standard sliding window is supported");
     }
     n_layer = int(hp.n_layer());
     n_head = int(hp.n_head(0));
     n_head_kv = int(hp.n_head_kv(0));
+    n_pos_per_embd = hp.n_pos_per_embd();
     n_embd_head = int(hp.n_embd_head_k(0));
     for (int il = 0; il < n_layer; ++il) {
-        if (int(hp.n_embd_head_k(il)) != n_embd_head || int(hp.n_embd_head_v(il)) != n_embd_head ||
+        if (hp.n_embd_head_k(il) != hp.n_embd_head_v(il)) {
+            refuse("keys and values of different head dims (" + std::to_string(hp.n_embd_head_k(il)) + " and " +
+                   std::to_string(hp.n_embd_head_v(il)) + ": MLA's compressed cache) are not supported");
+        }
+        if (int(hp.n_embd_head_k(il)) != n_embd_head ||
             int(hp.n_head(il)) != n_head || int(hp.n_head_kv(il)) != n_head_kv) {
             refuse("layers with different head dims or head counts are not supported");
         }
@@ -92,6 +101,11 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
             refuse(std::string("the cache runs on the CPU, but layer ") + std::to_string(il) + " is on " +
                    ggml_backend_dev_name(dev) + ": use -ngl 0 or --no-kv-offload");
         }
+    }
+    // What the op adds to the scores, as ggml_flash_attn_ext does (llm_graph_context::build_attn_mha).
+    softcap = hp.attn_soft_cap ? hp.f_attn_logit_softcapping : 0.0f;
+    if (hp.use_alibi) {
+        alibi_slopes = llama_tq_alibi_slopes(n_head, hp.f_max_alibi_bias);
     }
     n_seq_max = cparams.n_seq_max;
     n_ctx_seq = cparams.n_ctx_seq;  // with a unified buffer, n_ctx: any sequence may take the whole pool
@@ -196,6 +210,10 @@ bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::stri
                 const llama_seq_id s = ub.seq_id[i][k];
                 if (s < 0 || uint32_t(s) >= n_seq_max) {
                     why = "sequence id " + std::to_string(s) + " is beyond the context's " + std::to_string(n_seq_max);
+                    return false;
+                }
+                if (n_pos_per_embd > 1 && count[s] > 0 && ub.pos[i] == last[s]) {
+                    why = "tokens that share a position (an image's, with M-RoPE's several axes) are not supported";
                     return false;
                 }
                 if (count[s] == 0 || ub.pos[i] > last[s]) {
@@ -315,13 +333,14 @@ void llama_tq_memory::attend(const llama_tq_layer_op & op, ggml_tensor * dst, in
     });
     team.lead(op.il, serial, [&] {
         for (const run & r : runs) {
-            attend_run(op, r, dst->src[0], dst->src[1], dst->src[2], dst);
+            attend_run(op, r, dst);
         }
     });
 }
 
-void llama_tq_memory::attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q,
-                                 const ggml_tensor * k, const ggml_tensor * v, ggml_tensor * dst) {
+void llama_tq_memory::attend_run(const llama_tq_layer_op & op, const run & r, ggml_tensor * dst) {
+    const ggml_tensor * q = dst->src[0], * k = dst->src[1], * v = dst->src[2];
+    const float * sinks = dst->src[3] != nullptr ? static_cast<const float *>(dst->src[3]->data) : nullptr;
     const size_t q_row = size_t(n_head) * n_embd_head, kv_row = size_t(n_head_kv) * n_embd_head;
     const int n = int(r.tokens.size()), t0 = r.tokens.front();
     const bool direct = r.tokens.back() - t0 == n - 1 && std::all_of(r.owns.begin(), r.owns.end(), [](bool o) { return o; });
@@ -345,7 +364,7 @@ void llama_tq_memory::attend_run(const llama_tq_layer_op & op, const run & r, co
         vp = gv;
         out = gv + size_t(n) * kv_row;
     }
-    const std::string why = attend_rows(op, r, qp, kp, vp, out);
+    const std::string why = attend_rows(op, r, sinks, qp, kp, vp, out);
     if (!why.empty()) {
         fail("layer " + std::to_string(op.il) + ", sequence " + std::to_string(r.seq) + ", position " +
              std::to_string(r.pos) + ": " + why);
@@ -361,18 +380,27 @@ void llama_tq_memory::attend_run(const llama_tq_layer_op & op, const run & r, co
     }
 }
 
-std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run & r, const float * qp,
-                                         const float * kp, const float * vp, float * out) {
+std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run & r, const float * sinks,
+                                         const float * qp, const float * kp, const float * vp, float * out) {
     const size_t q_row = size_t(n_head) * n_embd_head, kv_row = size_t(n_head_kv) * n_embd_head;
     sequence & s = seqs[r.seq];
     const bool ring = has_ring && layer_swa[op.il];
     fa_tq_cache * cache = layer_swa[op.il] ? s.swa.get() : s.full.get();
     const int layer = layer_index[op.il], index = r.index - (ring ? s.ring_offset : 0), n = int(r.tokens.size());
     auto status = [](int rc) { return rc == FA_TQ_OK ? std::string() : std::string(fa_tq_last_error()); };
+    // ALiBi's bias is by distance in the cache's indices: llama.cpp's, where positions
+    // follow on one by one (a shift or self-extend may leave gaps or ties).
+    if (!alibi_slopes.empty() && !s.positions.empty() &&
+        (s.positions.back() - s.positions.front() != held(s) - 1 ||
+         std::adjacent_find(s.positions.begin(), s.positions.end(), std::greater_equal<llama_pos>()) !=
+             s.positions.end())) {
+        return "ALiBi over positions that do not follow on one by one (after a shift or self-extend) is not supported";
+    }
+    const fa_tq_attend_options opt{op.kq_scale, softcap, alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks};
     if (op.causal) {
-        return status(n == 1 ? fa_tq_attention(state.get(), cache, layer, index, qp, n_head, kp, vp, op.kq_scale, out)
-                             : fa_tq_attention_batch(state.get(), cache, layer, index, n, qp, n_head, kp, vp,
-                                                     op.kq_scale, out));
+        return status(n == 1 ? fa_tq_attention_ex(state.get(), cache, layer, index, qp, n_head, kp, vp, &opt, out)
+                             : fa_tq_attention_batch_ex(state.get(), cache, layer, index, n, qp, n_head, kp, vp, &opt,
+                                                        out));
     }
     // Causal attention switched off for this ubatch (mtmd's image chunks): every token
     // sees the whole run, as llama.cpp's mask lets it.  The run is written (its causal
@@ -384,10 +412,10 @@ std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run
         return "non-causal attention past the sliding window (" + std::to_string(n_swa) +
                " positions) is not supported";
     }
-    int rc = fa_tq_attention_batch(state.get(), cache, layer, index, n, qp, n_head, kp, vp, op.kq_scale, out);
+    int rc = fa_tq_attention_batch_ex(state.get(), cache, layer, index, n, qp, n_head, kp, vp, &opt, out);
     for (int j = 0; rc == FA_TQ_OK && j < n; ++j) {
-        rc = fa_tq_attention(state.get(), cache, layer, last, qp + j * q_row, n_head, kp + size_t(n - 1) * kv_row,
-                             vp + size_t(n - 1) * kv_row, op.kq_scale, out + j * q_row);
+        rc = fa_tq_attention_ex(state.get(), cache, layer, last, qp + j * q_row, n_head, kp + size_t(n - 1) * kv_row,
+                                vp + size_t(n - 1) * kv_row, &opt, out + j * q_row);
     }
     return status(rc);
 }

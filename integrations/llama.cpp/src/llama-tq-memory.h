@@ -41,7 +41,8 @@ public:
     llama_memory_context_ptr init_batch(llama_batch_allocr & balloc, uint32_t n_ubatch, bool embd_all) override;
     llama_memory_context_ptr init_full() override;
     llama_memory_context_ptr init_update(llama_context * lctx, bool optimize) override;
-    bool get_can_shift() const override { return true; }
+    // As llama_kv_cache: not with positions of several axes (M-RoPE).
+    bool get_can_shift() const override { return n_pos_per_embd == 1; }
 
     void clear(bool data) override;
     bool seq_rm(llama_seq_id seq_id, llama_pos p0, llama_pos p1) override;
@@ -123,12 +124,12 @@ private:
     // seq_cp of part of a sequence: from's entries [i0, i1) decoded and encoded after
     // what `to` (sequence dst) holds; refused (one line) where that would break its order.
     void append_range(sequence & from, sequence & to, int i0, int i1, llama_seq_id dst);
-    void attend_run(const llama_tq_layer_op & op, const run & r, const ggml_tensor * q, const ggml_tensor * k,
-                    const ggml_tensor * v, ggml_tensor * dst);
+    // dst's sources: q, k, v, and the learned sinks (per query head) if the model has them.
+    void attend_run(const llama_tq_layer_op & op, const run & r, ggml_tensor * dst);
     // The library's calls for one run, on rows of n tokens (qp, kp, vp, out); the
     // reason if refused, else empty.
-    std::string attend_rows(const llama_tq_layer_op & op, const run & r, const float * qp, const float * kp,
-                            const float * vp, float * out);
+    std::string attend_rows(const llama_tq_layer_op & op, const run & r, const float * sinks, const float * qp,
+                            const float * kp, const float * vp, float * out);
     void fail(const std::string & why);
     void read_sequences(llama_io_read_i & io, llama_seq_id seq_id, uint32_t count, bool partial);  // state_read's body
     void read_cache(llama_io_read_i & io, fa_tq_cache * c, std::vector<uint8_t> & bytes);
@@ -136,6 +137,9 @@ private:
     const llama_model & model;
     const llama_cparams cparams;  // RoPE's parameters for a shift
     int n_layer, n_head, n_head_kv, n_embd_head;
+    uint32_t n_pos_per_embd;          // 1, or M-RoPE's axes per token
+    float softcap = 0;                // > 0: scores capped (Gemma 2)
+    std::vector<float> alibi_slopes;  // per query head, or empty
     uint32_t n_seq_max, n_ctx_seq, n_swa;
     uint32_t pool;   // with a unified buffer: positions all sequences hold together (n_ctx); else 0
     bool swa_apart;  // sliding-window layers in caches of their own (n_swa < n_ctx_seq)
@@ -174,6 +178,10 @@ private:
     std::vector<llama_ubatch> ubatches;
     size_t i_cur = 0;
 };
+
+// ALiBi's slope per query head, as ggml_flash_attn_ext derives it from the head
+// count and the model's max bias.
+std::vector<float> llama_tq_alibi_slopes(int n_head, float max_bias);
 
 // For llama_model::create_memory: the memory when the cache types are tq.
 llama_memory_i * llama_tq_memory_create(const llama_model & model, const llama_memory_params & params,

@@ -357,6 +357,11 @@ void llama_tq_memory::seq_keep(llama_seq_id seq_id) {
 template <typename F>
 void llama_tq_memory::move_positions(llama_seq_id seq_id, llama_pos p0, llama_pos p1, F new_pos, int turn_sign,
                                      const char * what) {
+    if (!get_can_shift()) {  // llama.cpp's own cache aborts here; this one refuses
+        LLAMA_LOG_ERROR("%s: tq KV cache: %s positions of a model with M-RoPE (several axes per position) is not "
+                        "supported, as with llama.cpp's caches; the sequences left as they were\n", __func__, what);
+        return;
+    }
     p0 = std::max(p0, 0);
     if (p1 < 0) {
         p1 = std::numeric_limits<llama_pos>::max();
