@@ -13,7 +13,7 @@ static_assert(sizeof(llama_pos) == sizeof(int32_t), "positions are ggml_rope's i
 bool llama_tq_rope_shift(const llama_model & model, const llama_cparams & cparams, int il, float * keys, int n_tokens,
                          int n_head_kv, int head_dim, const llama_pos * deltas, int n_threads) {
     const llama_hparams & hp = model.hparams;
-    if (n_tokens == 0 || !hp.has_rope(uint32_t(il))) {
+    if (n_tokens == 0 || hp.rope_type == LLAMA_ROPE_TYPE_NONE || !hp.has_rope(uint32_t(il))) {  // ALiBi models: none
         return true;
     }
     const size_t n = size_t(n_tokens) * size_t(n_head_kv) * size_t(head_dim);

@@ -4,8 +4,12 @@
 //   tq-archs-agreement MODEL TYPE...
 //
 // Each type's context (-fa on, 2 threads, 256 positions) decodes the same random tokens:
-// a prompt of 48 in one batch, then 16 one at a time.  Prints one line per type:
-//   TYPE ok KL MEAN TOP1 SHARE      (mean KL of the 16 single-token logits from f16's,
+// a prompt of 48 in one batch, then 16 one at a time; then, where the memory can shift
+// (llama_memory_can_shift), a context shift as llama-server's (positions 8..23 removed,
+// the rest moved down by 16) and 8 more one at a time.  Where it cannot (M-RoPE), a tq
+// cache is asked to shift all the same and must refuse, its positions unchanged.
+// Prints one line per type:
+//   TYPE ok KL MEAN TOP1 SHARE      (mean KL of the single-token logits from f16's,
 //                                    and the share with f16's top token)
 //   TYPE refused REASON             (no context: the last "KV cache" line llama.cpp logged)
 //   TYPE failed REASON              (a decode failed)
@@ -21,6 +25,10 @@
 #include <vector>
 
 namespace {
+
+constexpr int k_single = 16;                 // tokens one at a time before the shift
+constexpr int k_shift_at = 8, k_shift = 16;  // the shift removes positions [8, 24)
+constexpr int k_after = 8;                   // tokens one at a time after it
 
 std::string last_error;  // the last error line llama.cpp logged
 
@@ -67,13 +75,34 @@ bool run(llama_model * model, ggml_type type, const std::vector<llama_token> & t
     }
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
     llama_batch batch = llama_batch_init(n_prompt, 0, 1);
+    llama_memory_t mem = llama_get_memory(ctx);
     bool ok = true;
+    int shift = 0;  // the positions moved down so far
     for (int i = 0; ok && i < int(tokens.size());) {
+        // (Not of recurrent or hybrid memories, which the tq cache refuses: llama.cpp's own
+        // hybrid memory aborts in the decode after such a shift.)
+        if (i == n_prompt + k_single && mem != nullptr && !llama_model_is_recurrent(model) &&
+            !llama_model_is_hybrid(model)) {
+            if (llama_memory_can_shift(mem)) {
+                llama_memory_seq_rm(mem, 0, k_shift_at, k_shift_at + k_shift);
+                llama_memory_seq_add(mem, 0, k_shift_at + k_shift, -1, -k_shift);
+                shift = k_shift;
+            } else if (llama_tq_is_type(type)) {
+                const llama_pos before = llama_memory_seq_pos_max(mem, 0);
+                last_error.clear();
+                llama_memory_seq_add(mem, 0, k_shift_at + k_shift, -1, -k_shift);
+                if (llama_memory_seq_pos_max(mem, 0) != before || last_error.find("tq KV cache") == std::string::npos) {
+                    why = "a shift of a memory that cannot shift was not refused: " + last_error;
+                    ok = false;
+                    break;
+                }
+            }
+        }
         const int n = i == 0 ? n_prompt : 1;
         batch.n_tokens = n;
         for (int j = 0; j < n; ++j) {
             batch.token[j] = tokens[size_t(i + j)];
-            batch.pos[j] = i + j;
+            batch.pos[j] = i + j - shift;
             batch.n_seq_id[j] = 1;
             batch.seq_id[j][0] = 0;
             batch.logits[j] = j == n - 1;
@@ -123,10 +152,10 @@ int main(int argc, char ** argv) {
         printf("model failed %s\n", last_error.c_str());
         return 1;
     }
-    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model)), n_prompt = 48, n_single = 16;
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model)), n_prompt = 48;
     std::mt19937 gen(1234);
     std::uniform_int_distribution<llama_token> pick(0, n_vocab - 1);
-    std::vector<llama_token> tokens(n_prompt + n_single);
+    std::vector<llama_token> tokens(n_prompt + k_single + k_after);
     for (llama_token & t : tokens) {
         t = pick(gen);
     }
@@ -148,6 +177,7 @@ int main(int argc, char ** argv) {
         refused = false;
         if (!run(model, type, tokens, n_prompt, logits, why, refused)) {
             printf("%s %s %s\n", argv[a], refused ? "refused" : "failed", why.c_str());
+            fflush(stdout);
             continue;
         }
         double kl = 0;
@@ -160,6 +190,7 @@ int main(int argc, char ** argv) {
             same += std::max_element(p.begin(), p.end()) - p.begin() == std::max_element(q.begin(), q.end()) - q.begin();
         }
         printf("%s ok %.6g %.4f\n", argv[a], kl / double(reference.size()), double(same) / double(reference.size()));
+        fflush(stdout);  // kept if a later type aborts (llama.cpp's own shift of MLA's quantized cache does)
     }
     llama_model_free(model);
     return 0;
