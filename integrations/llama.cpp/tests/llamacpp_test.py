@@ -44,10 +44,12 @@
       K/V context raises turboquant.ContextRefused with the tq line.
   llamacpp_test.py archs     --bin DIR --model GGUF
       llama.cpp's random model of every architecture (test-llama-archs -o; the model
-      given is not used) through tq-archs-agreement with q8_0, q4_0, tq8 and tq4: tq8 and
-      tq4 each serve a model, with a mean KL from f16's logits within 3x q8_0's (tq8)
-      and 20x q4_0's (tq4), or refuse it with the tq line; never a crash, and never a
-      failure where q4_0 serves.
+      given is not used) through tq-archs-agreement with tq8, tq4, q8_0 and q4_0 (a
+      prompt, single tokens, a context shift where the memory can shift): tq8 and tq4
+      each serve a model, with a mean KL from f16's logits within 3x q8_0's (tq8) and
+      10x q4_0's (tq4), or refuse it with the tq line; never a crash, and never a
+      failure where q4_0 serves.  Then llama-server with its default flags and tq4 on
+      each: three completions served where tq4 served, the tq line where refused.
   llamacpp_test.py refusals  --bin DIR --model GGUF
       every combination the cache cannot serve, and an unknown LLAMA_TQ_ARITHMETIC: one
       clear line and a non-zero exit.
@@ -56,6 +58,7 @@
       mean KL, perplexity and same-top-token share against the f16 cache.
 """
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -157,17 +160,24 @@ def table(args):
 # --- llama-server ---------------------------------------------------------------------
 
 class Server:
-    def __init__(self, args, cache, extra=(), ctx=2048):
+    """llama-server on args.model (or model), with -c ctx (None: its default).  If it
+    exits while starting: fail, or with may_exit, its output in self.exited."""
+
+    def __init__(self, args, cache, extra=(), ctx=2048, model=None, may_exit=False):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.log = tempfile.TemporaryFile(mode="w+")
-        cmd = [Path(args.bin) / "llama-server", "-m", args.model, "--host", "127.0.0.1", "--port", self.port,
-               "-t", THREADS, "-c", ctx, "-ctk", cache, "-ctv", cache, *extra]
+        self.exited = None
+        cmd = [Path(args.bin) / "llama-server", "-m", model or args.model, "--host", "127.0.0.1", "--port", self.port,
+               "-t", THREADS, *(["-c", ctx] if ctx else []), "-ctk", cache, "-ctv", cache, *extra]
         self.proc = subprocess.Popen([str(c) for c in cmd], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                if may_exit:
+                    self.exited = self.output()
+                    return
                 fail(f"llama-server ({cache}) exited {self.proc.returncode}:\n{self.output()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
@@ -175,7 +185,7 @@ class Server:
                         return
             except OSError:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.1)
         self.close()
         fail(f"llama-server ({cache}) did not come up:\n{self.output()[-3000:]}")
 
@@ -564,9 +574,29 @@ def check_suite(args):
 ARCH_TYPES = ["tq8", "tq4", "q8_0", "q4_0"]
 
 
+def serve_random_model(args, gguf, cache):
+    """A short llama-server session with its default flags (-np auto: 4 slots, one
+    unified buffer) on a random model: two concurrent completions of token prompts (the
+    model has no tokenizer), then the first again (its cached prompt reused).  Returns
+    "served", "refused" (exited with the tq line), or what went wrong."""
+    with Server(args, cache, ctx=None, model=gguf, may_exit=True) as srv:
+        if srv.exited is not None:
+            return "refused" if "tq KV cache: " in srv.exited else "exited: " + srv.exited.strip()[-300:]
+        prompts = [[(7 * i + 13 * j) % 64 + 1 for i in range(24)] for j in (1, 2)]
+        body = lambda p: {"prompt": p, "n_predict": 8, "temperature": 0, "cache_prompt": True}
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            got = list(pool.map(lambda p: srv.post("/completion", body(p)), prompts))
+        got.append(srv.post("/completion", body(prompts[0])))
+        for status, res in got:
+            if status != 200 or "tokens_predicted" not in res:
+                return f"HTTP {status}: {json.dumps(res)[:300]}"
+        return "served"
+
+
 def arch_outcomes(args):
     """{model: {type: (status, detail)}} for llama.cpp's random model of every
-    architecture (test-llama-archs -o), each through tq-archs-agreement."""
+    architecture (test-llama-archs -o), each through tq-archs-agreement, and
+    {"server": (outcome, detail)} of serve_random_model with tq4 where f16 runs."""
     results = {}
     with tempfile.TemporaryDirectory() as models:
         r = run([Path(args.bin) / "test-llama-archs", "-o", models, "-s", "42"], timeout=600)
@@ -587,6 +617,14 @@ def arch_outcomes(args):
                 got[name] = (state, detail.strip())
             for t in ARCH_TYPES if crash else []:  # no line for the types after the crash
                 got.setdefault(t, ("crashed", crash))
+            if "f16" not in got and "model" not in got:
+                outcome = serve_random_model(args, gguf, "tq4")
+                if outcome not in ("served", "refused"):  # llama-server's own limit, or tq's failure
+                    q4 = serve_random_model(args, gguf, "q4_0")
+                    outcome = ("not run by llama-server (q4_0 neither)" if q4 != "served" else "failed", outcome)
+                else:
+                    outcome = (outcome, "")
+                got["server"] = outcome
             results[gguf.stem] = got
     return results
 
@@ -599,6 +637,14 @@ def check_archs(args):
             rows.append((model, "f16 " + " ".join(got.get("f16", got.get("model")))))
             continue
         q4 = got.get("q4_0", ("missing", ""))
+        # llama-server with tq4 does as tq-archs-agreement's tq4 did (served or refused),
+        # unless llama-server runs the model with no cache type (q4_0 neither).
+        outcome, detail = got.get("server", ("", ""))
+        expected = {"ok": "served", "refused": "refused"}.get(got.get("tq4", ("missing",))[0])
+        if outcome == "failed":
+            bad.append(f"{model} llama-server tq4 failed where q4_0 serves: {detail}")
+        elif expected and not outcome.startswith("not run") and outcome != expected:
+            bad.append(f"{model} llama-server tq4 {outcome} where tq-archs-agreement's tq4 is {expected}")
         for t in ("tq8", "tq4"):
             state, detail = got.get(t, ("missing", ""))
             if state == "refused" and "tq KV cache: " not in detail:
@@ -616,12 +662,16 @@ def check_archs(args):
                 factor, floor = (3, 1e-8) if t == "tq8" else (10, 1e-6)
                 if ref is not None and kl > max(factor * ref, floor):
                     bad.append(f"{model} {t}: mean KL {kl:.3g} against {ref:.3g}")
-        rows.append((model, " | ".join(f"{t} {' '.join(got.get(t, ('missing', '')))}" for t in ARCH_TYPES)))
+        rows.append((model, " | ".join(f"{t} {' '.join(got.get(t, ('missing', '')))}" for t in ARCH_TYPES) +
+                     f" | llama-server {' '.join(got.get('server', ('-', ''))).strip()}"))
     for model, row in rows:
         print(f"{model}: {row}")
     served = sum(1 for g in results.values() if g.get("tq4", ("",))[0] == "ok")
     refused = sum(1 for g in results.values() if g.get("tq4", ("",))[0] == "refused")
     print(f"{len(results)} random models: tq4 serves {served}, refuses {refused} with its line")
+    outcomes = [g["server"][0] for g in results.values() if "server" in g]
+    print(f"llama-server with tq4: {outcomes.count('served')} served, {outcomes.count('refused')} refused, "
+          f"{sum(o.startswith('not run') for o in outcomes)} not run by llama-server with q4_0 either")
     if bad:
         fail("\n".join(bad))
 
