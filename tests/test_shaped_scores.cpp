@@ -93,14 +93,26 @@ Setup make_setup() {
     return {d, StatePtr(fa_tq_init(d, config, 17)), 1 / std::sqrt(float(d))};
 }
 
-// n positions through one fa_tq_attention_batch_ex call (batch) or one
-// fa_tq_attention_ex call each; the last token's output against the reference over
-// the decoded cache, and every token's against the reference when batched.
-double shaped_vs_decoded(const Setup& su, const Shapes& sh, int n, bool batch, int threads, int max_seq, bool ring) {
+// How a case writes its n positions: batched (fa_tq_attention_batch_ex, in two calls
+// from `split` on if split > 0) or one fa_tq_attention_ex call each, with threads, in a
+// linear cache or a ring of max_seq, attending over a sliding window if window > 0.
+struct Run {
+    bool batch;
+    int threads, max_seq;
+    bool ring = false;
+    int split = 0, window = 0;
+};
+
+// The last token's output against the reference over the decoded cache (what it sees),
+// and, batched in a linear cache without a window, every 37th token's over its prefix.
+double shaped_vs_decoded(const Setup& su, const Shapes& sh, int n, const Run& run) {
     const int d = su.d;
+    const bool batch = run.batch, ring = run.ring;
+    const int max_seq = run.max_seq;
     CachePtr cache(ring ? fa_tq_cache_new_ring(su.state.get(), 1, kKvHeads, max_seq)
                         : fa_tq_cache_new(su.state.get(), 1, kKvHeads, max_seq));
-    REQUIRE(fa_tq_cache_set_threads(cache.get(), threads) == FA_TQ_OK);
+    REQUIRE(fa_tq_cache_set_threads(cache.get(), run.threads) == FA_TQ_OK);
+    REQUIRE(fa_tq_cache_set_window(cache.get(), run.window) == FA_TQ_OK);
     const std::size_t kv = std::size_t(kKvHeads) * d, qr = std::size_t(kQHeads) * d;
     const auto keys = tq::test::gaussian(std::size_t(n) * kv, 1), values = tq::test::gaussian(std::size_t(n) * kv, 2);
     auto q = tq::test::gaussian(std::size_t(n) * qr, 3);
@@ -108,14 +120,16 @@ double shaped_vs_decoded(const Setup& su, const Shapes& sh, int n, bool batch, i
     std::vector<float> out(std::size_t(n) * qr);
     const fa_tq_attend_options opt = sh.options(su.scale);
     if (batch) {
-        REQUIRE(fa_tq_attention_batch_ex(su.state.get(), cache.get(), 0, 0, n, q.data(), kQHeads, keys.data(),
-                                         values.data(), &opt, out.data()) == FA_TQ_OK);
+        for (auto [p0, p1] : {std::pair{0, run.split > 0 ? run.split : n}, std::pair{run.split > 0 ? run.split : n, n}})
+            if (p1 > p0)
+                REQUIRE(fa_tq_attention_batch_ex(su.state.get(), cache.get(), 0, p0, p1 - p0, &q[p0 * qr], kQHeads,
+                                                 &keys[p0 * kv], &values[p0 * kv], &opt, &out[p0 * qr]) == FA_TQ_OK);
     } else {
         for (int t = 0; t < n; ++t)
             REQUIRE(fa_tq_attention_ex(su.state.get(), cache.get(), 0, t, &q[t * qr], kQHeads, &keys[t * kv],
                                        &values[t * kv], &opt, &out[t * qr]) == FA_TQ_OK);
     }
-    const int window = std::min(n, max_seq), first = n - window;
+    const int window = std::min({n, max_seq, run.window > 0 ? run.window : n}), first = n - window;
     std::vector<float> dk(std::size_t(window) * kv), dv(dk.size());
     REQUIRE(fa_tq_dequantize(su.state.get(), cache.get(), 0, first, window, true, dk.data()));
     REQUIRE(fa_tq_dequantize(su.state.get(), cache.get(), 0, first, window, false, dv.data()));
@@ -123,7 +137,7 @@ double shaped_vs_decoded(const Setup& su, const Shapes& sh, int n, bool batch, i
                                   reference(&q[std::size_t(n - 1) * qr], d, dk.data(), dv.data(), window, first, n - 1,
                                             su.scale, sh),
                                   d);
-    if (batch && !ring)  // every token over its prefix
+    if (batch && !ring && run.window == 0)  // every token over its prefix
         for (int t = 0; t < n; t += 37)
             worst = std::max(worst, worst_relative(&out[std::size_t(t) * qr],
                                                    reference(&q[std::size_t(t) * qr], d, dk.data(), dv.data(), t + 1,
@@ -141,12 +155,17 @@ TEST_CASE("shaped scores: softcap, ALiBi and sinks equal plain shaped attention 
         const Shapes sh = shapes(mask & 1, mask & 2, mask & 4);
         CAPTURE(mask);
         // decode token by token, one pass and flash-decoding's chunks merged
-        CHECK(shaped_vs_decoded(su, sh, 300, false, 1, 512, false) < 1e-5);
-        CHECK(shaped_vs_decoded(su, sh, 600, false, 3, 1024, false) < 1e-5);
-        // prefill: fused tiles, and with 300 tokens the dense spans past the first 256
-        CHECK(shaped_vs_decoded(su, sh, 300, true, 2, 512, false) < 1e-5);
+        CHECK(shaped_vs_decoded(su, sh, 300, {false, 1, 512}) < 1e-5);
+        CHECK(shaped_vs_decoded(su, sh, 600, {false, 3, 1024}) < 1e-5);
+        // prefill: fused tiles, and with 300 tokens the dense spans past the first 256;
+        // a second call after 200 positions: its queries at positions 200 on
+        CHECK(shaped_vs_decoded(su, sh, 300, {true, 2, 512}) < 1e-5);
+        CHECK(shaped_vs_decoded(su, sh, 450, {true, 1, 512, false, 200}) < 1e-5);
         // a ring that wraps: positions as the cache counts them
-        CHECK(shaped_vs_decoded(su, sh, 100, true, 1, 64, true) < 1e-5);
+        CHECK(shaped_vs_decoded(su, sh, 100, {true, 1, 64, true}) < 1e-5);
+        // a sliding window: slots before it masked (scored -FLT_MAX, never shaped)
+        CHECK(shaped_vs_decoded(su, sh, 700, {false, 3, 1024, false, 0, 300}) < 1e-5);
+        CHECK(shaped_vs_decoded(su, sh, 400, {true, 1, 512, true, 0, 100}) < 1e-5);
     }
 }
 

@@ -51,6 +51,9 @@ bool integer_arithmetic() {
 std::vector<float> llama_tq_alibi_slopes(int n_head, float max_bias) {
     // ggml's: the heads up to the largest power of two n2 <= n_head take m0^(h+1),
     // m0 = 2^(-max_bias / n2); the rest interleave between them: m1^(2(h - n2) + 1).
+    if (!(max_bias > 0)) {
+        return std::vector<float>(static_cast<size_t>(n_head), 1.0f);  // ggml's slope without a max bias
+    }
     const int n2 = 1 << int(std::floor(std::log2(double(n_head))));
     const float m0 = std::pow(2.0f, -max_bias / float(n2)), m1 = std::pow(2.0f, -(max_bias / 2.0f) / float(n2));
     std::vector<float> slopes(static_cast<size_t>(n_head));
@@ -200,6 +203,7 @@ llama_tq_memory::llama_tq_memory(const llama_model & model, const llama_memory_p
 bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::string & why) const {
     std::vector<int64_t> count(n_seq_max);  // cache entries per sequence once the ubatches are in
     std::vector<llama_pos> last(n_seq_max);
+    std::vector<bool> checked(n_seq_max);  // ALiBi: the sequence's positions follow on one by one
     for (uint32_t s = 0; s < n_seq_max; ++s) {
         count[s] = held(seqs[s]);  // (a pending hole is compacted first)
         last[s] = count[s] > 0 ? seqs[s].positions.back() : -1;
@@ -210,6 +214,24 @@ bool llama_tq_memory::fits(const std::vector<llama_ubatch> & ubatches, std::stri
                 const llama_seq_id s = ub.seq_id[i][k];
                 if (s < 0 || uint32_t(s) >= n_seq_max) {
                     why = "sequence id " + std::to_string(s) + " is beyond the context's " + std::to_string(n_seq_max);
+                    return false;
+                }
+                // ALiBi's bias is by the distance of cache entries: llama.cpp's distance of
+                // positions where these follow on one by one (a shift or self-extend that
+                // leaves gaps or ties breaks that).
+                if (!alibi_slopes.empty() && !checked[s]) {
+                    checked[s] = true;
+                    const auto & p = seqs[s].positions;
+                    if (!p.empty() && (p.back() - p.front() != llama_pos(p.size()) - 1 ||
+                                       std::adjacent_find(p.begin(), p.end(), std::greater_equal<llama_pos>()) != p.end())) {
+                        why = "ALiBi over positions that do not follow on one by one (after a shift or self-extend) "
+                              "is not supported";
+                        return false;
+                    }
+                }
+                if (!alibi_slopes.empty() && count[s] > 0 && ub.pos[i] > last[s] + 1) {
+                    why = "ALiBi over positions that do not follow on one by one (a gap before position " +
+                          std::to_string(ub.pos[i]) + ") is not supported";
                     return false;
                 }
                 if (n_pos_per_embd > 1 && count[s] > 0 && ub.pos[i] == last[s]) {
@@ -388,14 +410,6 @@ std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run
     fa_tq_cache * cache = layer_swa[op.il] ? s.swa.get() : s.full.get();
     const int layer = layer_index[op.il], index = r.index - (ring ? s.ring_offset : 0), n = int(r.tokens.size());
     auto status = [](int rc) { return rc == FA_TQ_OK ? std::string() : std::string(fa_tq_last_error()); };
-    // ALiBi's bias is by distance in the cache's indices: llama.cpp's, where positions
-    // follow on one by one (a shift or self-extend may leave gaps or ties).
-    if (!alibi_slopes.empty() && !s.positions.empty() &&
-        (s.positions.back() - s.positions.front() != held(s) - 1 ||
-         std::adjacent_find(s.positions.begin(), s.positions.end(), std::greater_equal<llama_pos>()) !=
-             s.positions.end())) {
-        return "ALiBi over positions that do not follow on one by one (after a shift or self-extend) is not supported";
-    }
     const fa_tq_attend_options opt{op.kq_scale, softcap, alibi_slopes.empty() ? nullptr : alibi_slopes.data(), sinks};
     if (op.causal) {
         return status(n == 1 ? fa_tq_attention_ex(state.get(), cache, layer, index, qp, n_head, kp, vp, &opt, out)
@@ -408,6 +422,9 @@ std::string llama_tq_memory::attend_rows(const llama_tq_layer_op & op, const run
     // that position's key and value again (the same codes).  A window that would
     // start past the sequence's first position differs per token there: refused.
     const int last = index + n - 1;
+    if (!alibi_slopes.empty()) {  // each query's bias would be by |distance|, keys after it included
+        return "non-causal attention with ALiBi is not supported";
+    }
     if (layer_swa[op.il] && r.index + n - 1 >= int(n_swa)) {
         return "non-causal attention past the sliding window (" + std::to_string(n_swa) +
                " positions) is not supported";

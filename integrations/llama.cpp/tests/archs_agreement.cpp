@@ -4,10 +4,11 @@
 //   tq-archs-agreement MODEL TYPE...
 //
 // Each type's context (-fa on, 2 threads, 256 positions) decodes the same random tokens:
-// a prompt of 48 in one batch, then 16 one at a time; then, where the memory can shift
-// (llama_memory_can_shift), a context shift as llama-server's (positions 8..23 removed,
-// the rest moved down by 16) and 8 more one at a time.  Where it cannot (M-RoPE), a tq
-// cache is asked to shift all the same and must refuse, its positions unchanged.
+// a prompt of 48 in one batch, then 16 one at a time; then, where f16's memory can
+// shift (llama_memory_can_shift), a context shift as llama-server's (positions 8..23
+// removed, the rest moved down by 16) and 8 more one at a time.  Where a tq cache
+// cannot (M-RoPE), it is asked to shift all the same and must refuse, its positions
+// unchanged.
 // Prints one line per type:
 //   TYPE ok KL MEAN TOP1 SHARE      (mean KL of the single-token logits from f16's,
 //                                    and the share with f16's top token)
@@ -57,9 +58,11 @@ ggml_type type_of(const std::string & name) {
     return llama_tq_type_from_name(name.c_str());
 }
 
-// The logits after each of the single tokens, or the reason there are none.
+// The logits after each of the single tokens, or the reason there are none.  shifted:
+// whether f16's context shifted (set by f16's run, which shifts where its memory can;
+// every other type then shifts exactly where f16 did, so that the logits compare).
 bool run(llama_model * model, ggml_type type, const std::vector<llama_token> & tokens, int n_prompt,
-         std::vector<std::vector<float>> & logits, std::string & why, bool & refused) {
+         std::vector<std::vector<float>> & logits, std::string & why, bool & refused, bool & shifted) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 256;
     cp.n_batch = cp.n_ubatch = 64;
@@ -81,13 +84,22 @@ bool run(llama_model * model, ggml_type type, const std::vector<llama_token> & t
     for (int i = 0; ok && i < int(tokens.size());) {
         // (Not of recurrent or hybrid memories, which the tq cache refuses: llama.cpp's own
         // hybrid memory aborts in the decode after such a shift.)
+        const bool reference = type == GGML_TYPE_F16;
         if (i == n_prompt + k_single && mem != nullptr && !llama_model_is_recurrent(model) &&
             !llama_model_is_hybrid(model)) {
-            if (llama_memory_can_shift(mem)) {
+            if (reference) {
+                shifted = llama_memory_can_shift(mem);
+            }
+            if (shifted && !llama_memory_can_shift(mem)) {
+                why = "the memory cannot shift where f16's can";
+                ok = false;
+                break;
+            }
+            if (shifted) {
                 llama_memory_seq_rm(mem, 0, k_shift_at, k_shift_at + k_shift);
                 llama_memory_seq_add(mem, 0, k_shift_at + k_shift, -1, -k_shift);
                 shift = k_shift;
-            } else if (llama_tq_is_type(type)) {
+            } else if (llama_tq_is_type(type) && !llama_memory_can_shift(mem)) {
                 const llama_pos before = llama_memory_seq_pos_max(mem, 0);
                 last_error.clear();
                 llama_memory_seq_add(mem, 0, k_shift_at + k_shift, -1, -k_shift);
@@ -162,7 +174,8 @@ int main(int argc, char ** argv) {
     std::vector<std::vector<float>> reference;
     std::string why;
     bool refused = false;
-    if (!run(model, GGML_TYPE_F16, tokens, n_prompt, reference, why, refused)) {
+    bool shifted = false;
+    if (!run(model, GGML_TYPE_F16, tokens, n_prompt, reference, why, refused, shifted)) {
         printf("f16 %s %s\n", refused ? "refused" : "failed", why.c_str());
         llama_model_free(model);
         return 0;
@@ -175,7 +188,7 @@ int main(int argc, char ** argv) {
         }
         std::vector<std::vector<float>> logits;
         refused = false;
-        if (!run(model, type, tokens, n_prompt, logits, why, refused)) {
+        if (!run(model, type, tokens, n_prompt, logits, why, refused, shifted)) {
             printf("%s %s %s\n", argv[a], refused ? "refused" : "failed", why.c_str());
             fflush(stdout);
             continue;
