@@ -40,7 +40,7 @@ set_property(GLOBAL PROPERTY TURBOQUANT_KIT_DIR "${TURBOQUANT_KIT_DIR}")
 set_property(GLOBAL PROPERTY TURBOQUANT_INCLUDE_DIR "${TURBOQUANT_INCLUDE_DIR}")
 set_property(GLOBAL PROPERTY TURBOQUANT_CODEBOOK_TOOL "${TURBOQUANT_CODEBOOK_TOOL}")
 set(TQ_GENERATOR "${TURBOQUANT_KIT_DIR}/generator/generate.py")
-set(TQ_RUNTIME_SOURCE_NAMES fa_tq_attend.cpp fa_tq_attention.cpp fa_tq_cache.cpp fa_tq_checks.cpp fa_tq_chunks.cpp fa_tq_state.cpp
+set(TQ_RUNTIME_SOURCE_NAMES fa_tq_attend.cpp fa_tq_decode.cpp fa_tq_prefill.cpp fa_tq_attention.cpp fa_tq_cache.cpp fa_tq_checks.cpp fa_tq_chunks.cpp fa_tq_state.cpp
                             fa_tq_threads.cpp fa_tq_serialize.cpp fa_tq_statistics.cpp fa_tq_token.cpp fa_tq_undo.cpp
                             last_error.cpp thread_pool.cpp registry.cpp registry_table.cpp rotation_signs.cpp softmax.cpp
                             attend_ops.cpp turboquant.cpp)
