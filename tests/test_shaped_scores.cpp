@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -192,7 +193,8 @@ TEST_CASE("shaped scores: bad options are refused and write nothing") {
     const std::size_t kv = std::size_t(kKvHeads) * d, qr = std::size_t(kQHeads) * d;
     const auto k = tq::test::gaussian(kv, 7), q = tq::test::gaussian(qr, 8);
     CachePtr cache(fa_tq_cache_new(su.state.get(), 1, kKvHeads, 16));
-    std::vector<float> out(qr), nan_heads(kQHeads, 0.0f), huge(kQHeads, 1e36f);
+    std::vector<float> out(qr, 7.0f), nan_heads(kQHeads, 0.0f), huge(kQHeads, 1e36f);
+    const std::vector<float> untouched = out;
     nan_heads[3] = NAN;
     const std::pair<fa_tq_attend_options, int> bad[] = {
         {{0, -1, nullptr, nullptr}, TQ_ERROR_INVALID_ARGUMENT},   {{0, INFINITY, nullptr, nullptr}, TQ_ERROR_INVALID_ARGUMENT},
@@ -205,14 +207,16 @@ TEST_CASE("shaped scores: bad options are refused and write nothing") {
         CHECK(fa_tq_attention_batch_ex(su.state.get(), cache.get(), 0, 0, 1, q.data(), kQHeads, k.data(), k.data(),
                                        &opt, out.data()) == status);
         CHECK(fa_tq_cache_seq_len(cache.get()) == 0);
+        CHECK(out == untouched);
     }
     // ALiBi's bias at the farthest distance must stay within float's reach.
     const fa_tq_attend_options far{0, 0, huge.data(), nullptr};
     const auto k16 = tq::test::gaussian(16 * kv, 9), q16 = tq::test::gaussian(16 * qr, 10);
-    std::vector<float> out16(16 * qr);
+    std::vector<float> out16(16 * qr, 7.0f);
     CHECK(fa_tq_attention_batch_ex(su.state.get(), cache.get(), 0, 0, 16, q16.data(), kQHeads, k16.data(), k16.data(),
                                    &far, out16.data()) == TQ_ERROR_RANGE);
     CHECK(fa_tq_cache_seq_len(cache.get()) == 0);
+    CHECK(std::all_of(out16.begin(), out16.end(), [](float x) { return x == 7.0f; }));
 }
 
 TEST_CASE("shaped scores: tq::KVCache's overloads are the C calls") {
